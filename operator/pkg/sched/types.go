@@ -191,6 +191,9 @@ const (
 	EventSubmitted EventKind = "Submitted"
 	EventStarted   EventKind = "Started"
 	EventEpoch     EventKind = "Epoch"
+	// EventTraffic reports storage read traffic of a running job over a window; the agent
+	// samples it periodically, long before the first epoch ends.
+	EventTraffic   EventKind = "Traffic"
 	EventSuspended EventKind = "Suspended"
 	EventResumed   EventKind = "Resumed"
 	EventFinished  EventKind = "Finished"
@@ -203,9 +206,11 @@ type Event struct {
 	Job  *Job
 	// Duration is the measured duration of what the event reports: the epoch time for
 	// EventEpoch, the suspend delay (decision to GPUs free) for EventSuspended, the resume
-	// overhead for EventResumed, the total run time for EventFinished.
+	// overhead for EventResumed, the total run time for EventFinished, the sampling window
+	// for EventTraffic.
 	Duration time.Duration
-	// Bytes is the storage read traffic measured over the epoch (EventEpoch).
+	// Bytes is the storage read traffic measured over the epoch (EventEpoch) or the window
+	// (EventTraffic).
 	Bytes int64
 }
 
