@@ -1,0 +1,144 @@
+package protocol
+
+import "time"
+
+// Environment and socket.
+const (
+	// EnvSocket names the environment variable that holds the socket path in a training pod.
+	EnvSocket = "PICKYMAN_AGENT_SOCKET"
+	// SocketName is the socket's file name inside the host socket directory.
+	SocketName = "agent.sock"
+	// DefaultSocketDir is the host directory the DaemonSet shares with training pods.
+	DefaultSocketDir = "/var/run/pickyman"
+)
+
+// Exit codes of a training process that uses the client.
+const (
+	// ExitDone: the training finished all its epochs.
+	ExitDone = 0
+	// ExitSuspended: the process wrote a checkpoint because the agent asked, acknowledged it
+	// and exited (128 + SIGTERM, what a container runtime reports for a terminated process).
+	ExitSuspended = 143
+)
+
+// Pod annotations (see the package doc).
+const (
+	AnnotationCheckpointRequest = "pickyman.io/checkpoint-request"
+	AnnotationCheckpointAck     = "pickyman.io/checkpoint-ack"
+	AnnotationResumeFrom        = "pickyman.io/resume-from"
+	AnnotationProgress          = "pickyman.io/progress"
+)
+
+// ProgressInterval bounds how often the agent patches AnnotationProgress between epoch ends.
+const ProgressInterval = 10 * time.Second
+
+// Mode says how a training process should stop for a checkpoint request.
+type Mode string
+
+const (
+	// ModeBoundary: finish the current epoch, write a checkpoint, exit.
+	ModeBoundary Mode = "boundary"
+	// ModeNow: write a checkpoint at the next step; the partial epoch is lost.
+	ModeNow Mode = "now"
+)
+
+// Valid reports whether m is a known mode.
+func (m Mode) Valid() bool { return m == ModeBoundary || m == ModeNow }
+
+// CheckpointRequest is the value of AnnotationCheckpointRequest.
+type CheckpointRequest struct {
+	ID       string    `json:"id"`
+	Mode     Mode      `json:"mode"`
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// CheckpointAck is the value of AnnotationCheckpointAck.
+type CheckpointAck struct {
+	RequestID string `json:"requestId"`
+	// Epoch is the epoch to resume from (the number of epochs the checkpoint holds).
+	Epoch   int32   `json:"epoch"`
+	Path    string  `json:"path"`
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	// SuspendSeconds is the delay from the agent seeing the request to the acknowledgement.
+	SuspendSeconds float64   `json:"suspendSeconds"`
+	Time           time.Time `json:"time"`
+}
+
+// ResumePoint is the value of AnnotationResumeFrom and the answer to register/resume_point.
+type ResumePoint struct {
+	Epoch int32  `json:"epoch"`
+	Path  string `json:"path,omitempty"`
+}
+
+// Progress is the value of AnnotationProgress.
+type Progress struct {
+	// Epoch is the epoch in progress (or last begun); EpochsDone counts completed epochs.
+	Epoch      int32 `json:"epoch"`
+	EpochsDone int32 `json:"epochsDone"`
+	// EpochSeconds is the duration of the last completed epoch, 0 if none.
+	EpochSeconds float64 `json:"epochSeconds,omitempty"`
+	// ReadBytes is the storage bytes received since the pod started; ReadRate is the
+	// smoothed rate in bytes per second.
+	ReadBytes int64     `json:"readBytes"`
+	ReadRate  float64   `json:"readRate"`
+	Time      time.Time `json:"time"`
+}
+
+// Op names a local API call.
+type Op string
+
+const (
+	OpRegister       Op = "register"
+	OpEpochBegin     Op = "epoch_begin"
+	OpEpochEnd       Op = "epoch_end"
+	OpPoll           Op = "poll"
+	OpCheckpointDone Op = "checkpoint_done"
+	OpResumePoint    Op = "resume_point"
+)
+
+// MaxWait caps the wait of a poll call.
+const MaxWait = 60 * time.Second
+
+// MaxLine is the longest request line the agent accepts, in bytes.
+const MaxLine = 64 << 10
+
+// Request is one line from the training process. Fields not used by Op must be zero.
+type Request struct {
+	Op Op `json:"op"`
+	// register
+	Pod       string `json:"pod,omitempty"` // "namespace/name"
+	Rank      int32  `json:"rank,omitempty"`
+	WorldSize int32  `json:"world_size,omitempty"`
+	// epoch_begin, epoch_end, checkpoint_done
+	Epoch   int32 `json:"epoch,omitempty"`
+	Samples int64 `json:"samples,omitempty"`
+	Bytes   int64 `json:"bytes,omitempty"`
+	// poll
+	WaitMS int64 `json:"wait_ms,omitempty"`
+	// checkpoint_done
+	RequestID string  `json:"request_id,omitempty"`
+	Path      string  `json:"path,omitempty"`
+	Seconds   float64 `json:"seconds,omitempty"`
+}
+
+// ErrorCode classifies a failed call.
+type ErrorCode string
+
+const (
+	ErrMalformed  ErrorCode = "malformed"   // not JSON, unknown op or field, bad value
+	ErrOutOfOrder ErrorCode = "out_of_order" // valid call in the wrong state
+	ErrForbidden  ErrorCode = "forbidden"    // the peer may not act for this pod
+	ErrUnknownPod ErrorCode = "unknown_pod"  // the peer's pod is not on this node
+)
+
+// Response is one line from the agent.
+type Response struct {
+	OK    bool      `json:"ok"`
+	Code  ErrorCode `json:"code,omitempty"`
+	Error string    `json:"error,omitempty"`
+	// register, resume_point
+	Resume *ResumePoint `json:"resume,omitempty"`
+	// poll: the pending request, nil if none
+	Checkpoint *CheckpointRequest `json:"checkpoint,omitempty"`
+}
