@@ -126,7 +126,7 @@ type Request struct {
 type ErrorCode string
 
 const (
-	ErrMalformed  ErrorCode = "malformed"   // not JSON, unknown op or field, bad value
+	ErrMalformed  ErrorCode = "malformed"    // not JSON, unknown op or field, bad value
 	ErrOutOfOrder ErrorCode = "out_of_order" // valid call in the wrong state
 	ErrForbidden  ErrorCode = "forbidden"    // the peer may not act for this pod
 	ErrUnknownPod ErrorCode = "unknown_pod"  // the peer's pod is not on this node
