@@ -77,6 +77,9 @@ type Job struct {
 	FirstStart time.Time
 	// LastStart is the most recent admission (start or resume).
 	LastStart time.Time
+	// LastStop is when the job last gave its GPUs back after a preemption, zero if never.
+	// With LastStart it gives the length of the last run, which starvation guards use.
+	LastStop time.Time
 	// WarmUntil is when resume overhead (container start, checkpoint load, warm-up) ends
 	// after the most recent admission; the job makes no progress before it.
 	WarmUntil time.Time

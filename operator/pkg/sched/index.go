@@ -1,0 +1,103 @@
+package sched
+
+// Index gives a policy the views of a Snapshot it needs at every cycle: jobs by phase (in
+// snapshot order), jobs by ID, and which suspending jobs free GPUs for which queued job.
+// Building one is O(jobs). An Index is read-only; it does not copy the jobs.
+type Index struct {
+	Queued     []*Job
+	Running    []*Job
+	Suspending []*Job
+
+	byID       map[string]*Job
+	freeingFor map[string][]*Job
+}
+
+// NewIndex indexes the jobs of s.
+func NewIndex(s *Snapshot) *Index {
+	ix := &Index{byID: make(map[string]*Job, len(s.Jobs))}
+	for _, j := range s.Jobs {
+		ix.byID[j.ID] = j
+		switch j.Phase {
+		case Queued:
+			ix.Queued = append(ix.Queued, j)
+		case Running:
+			ix.Running = append(ix.Running, j)
+		case Suspending:
+			ix.Suspending = append(ix.Suspending, j)
+			if j.Suspend != nil && j.Suspend.For != "" {
+				if ix.freeingFor == nil {
+					ix.freeingFor = make(map[string][]*Job)
+				}
+				ix.freeingFor[j.Suspend.For] = append(ix.freeingFor[j.Suspend.For], j)
+			}
+		}
+	}
+	return ix
+}
+
+// Job returns the job with the given ID, or nil.
+func (ix *Index) Job(id string) *Job { return ix.byID[id] }
+
+// FreeingFor lists the suspending jobs whose GPUs are being freed for the queued job id.
+func (ix *Index) FreeingFor(id string) []*Job { return ix.freeingFor[id] }
+
+// Hold returns the part of queued job q's reservation that is held out of the free GPUs:
+// on each node, the reserved GPUs minus the GPUs that jobs suspending for q still hold
+// there (those are counted in Node.Used until they are freed, and must not be counted
+// twice). Nil if q has no reservation.
+func (ix *Index) Hold(q *Job) []Slot {
+	if q.Phase != Queued || len(q.Reserved) == 0 {
+		return nil
+	}
+	return HoldOf(q.Reserved, ix.freeingFor[q.ID])
+}
+
+// ReservedOn returns, per node name, the GPUs held out of the free GPUs by the
+// reservations of queued jobs (see Hold).
+func (ix *Index) ReservedOn() map[string]int32 {
+	out := make(map[string]int32)
+	for _, q := range ix.Queued {
+		for _, sl := range ix.Hold(q) {
+			out[sl.Node] += sl.GPUs
+		}
+	}
+	return out
+}
+
+// HoldOf computes, per node of reservation, the GPUs that are held out of the free GPUs
+// while the jobs in freeing (suspending or being preempted for the reserving job) still
+// hold theirs: max(0, reserved on node - GPUs of freeing jobs on node). Slots with nothing
+// to hold are left out.
+func HoldOf(reservation []Slot, freeing []*Job) []Slot {
+	var out []Slot
+	for _, sl := range reservation {
+		h := sl.GPUs
+		for _, f := range freeing {
+			h -= GPUsOn(f.Placement, sl.Node)
+		}
+		if h > 0 {
+			out = append(out, Slot{Node: sl.Node, Workers: sl.Workers, GPUs: h})
+		}
+	}
+	return out
+}
+
+// GPUsOn returns the GPUs a placement uses on the named node.
+func GPUsOn(placement []Slot, node string) int32 {
+	var n int32
+	for _, sl := range placement {
+		if sl.Node == node {
+			n += sl.GPUs
+		}
+	}
+	return n
+}
+
+// PlacementGPUs returns the GPUs of a placement.
+func PlacementGPUs(placement []Slot) int32 {
+	var n int32
+	for _, sl := range placement {
+		n += sl.GPUs
+	}
+	return n
+}

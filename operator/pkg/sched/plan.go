@@ -1,0 +1,90 @@
+package sched
+
+// Plan accumulates one cycle's decisions on a View: the decide half of decide-then-act.
+// A policy orders the queued jobs its own way, then for each calls Admit and, if it
+// preempts, FindVictims and Preempt. Plan keeps the view, the decisions and the set of
+// jobs already chosen as victims consistent, so that what it returns passes Validate.
+type Plan struct {
+	Snapshot *Snapshot
+	Index    *Index
+	View     *View
+
+	d         Decisions
+	preempted map[string]bool
+}
+
+// NewPlan starts a plan for s.
+func NewPlan(s *Snapshot) *Plan {
+	ix := NewIndex(s)
+	return &Plan{Snapshot: s, Index: ix, View: NewView(s, ix), preempted: make(map[string]bool)}
+}
+
+// Admission is what Admit did with a queued job.
+type Admission int
+
+const (
+	// Started: the job starts now (on its reservation, or on free GPUs).
+	Started Admission = iota
+	// Waiting: the job has a reservation, or jobs are being suspended for it, and the GPUs
+	// are not all free yet; it must not get more victims and keeps its GPUs held.
+	Waiting
+	// NoRoom: the job does not fit in the free GPUs now.
+	NoRoom
+	// Never: the job does not fit the cluster even when it is empty; skip it.
+	Never
+)
+
+// Admit tries to start the queued job j:
+//
+//   - with a usable reservation (View.ValidReservation) it starts there once all those GPUs
+//     are free, and waits otherwise;
+//   - with jobs still suspending for it (and no reservation) it waits for them;
+//   - otherwise it is placed on free GPUs with PlaceGang (an unusable reservation's held
+//     GPUs count as free for j itself).
+func (p *Plan) Admit(j *Job) Admission {
+	v := p.View
+	if len(j.Reserved) > 0 && v.ValidReservation(j) {
+		if v.StartReserved(j) {
+			p.d.Starts = append(p.d.Starts, Start{JobID: j.ID, Placement: cloneSlots(j.Reserved)})
+			return Started
+		}
+		return Waiting
+	}
+	if len(p.Index.FreeingFor(j.ID)) > 0 {
+		return Waiting
+	}
+	if !v.EverFits(j) {
+		return Never
+	}
+	hold := v.Hold(j.ID)
+	v.Give(hold)
+	pl, ok := v.PlaceGang(j)
+	if !ok {
+		v.Take(hold)
+		return NoRoom
+	}
+	delete(v.holds, j.ID)
+	v.Take(pl)
+	p.d.Starts = append(p.d.Starts, Start{JobID: j.ID, Placement: pl})
+	return Started
+}
+
+// Preempted reports whether job id was already chosen as a victim in this plan.
+func (p *Plan) Preempted(id string) bool { return p.preempted[id] }
+
+// Preempt records the preemption of victims for queued job q in mode, and a reservation
+// of placement for q (found by View.FindVictims on this plan's view), and holds the
+// placement's free part in the view.
+func (p *Plan) Preempt(q *Job, victims []*Job, placement []Slot, mode SuspendMode, reason string) {
+	for _, vj := range victims {
+		p.preempted[vj.ID] = true
+		p.d.Preemptions = append(p.d.Preemptions, Preemption{JobID: vj.ID, Mode: mode, For: q.ID, Reason: reason})
+	}
+	p.d.Reservations = append(p.d.Reservations, Reservation{JobID: q.ID, Placement: placement})
+	p.View.Reserve(q, placement, victims)
+}
+
+// Decisions returns the decisions recorded so far.
+func (p *Plan) Decisions() Decisions { return p.d }
+
+func cloneSlots(s []Slot) []Slot { return append([]Slot(nil), s...) }
