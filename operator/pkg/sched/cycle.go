@@ -1,0 +1,130 @@
+package sched
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// CompareArrival orders jobs by submit time, then by ID: the FIFO order.
+func CompareArrival(a, b *Job) int {
+	if c := a.Submit.Compare(b.Submit); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Sorted returns a copy of jobs sorted by cmp (stable).
+func Sorted(jobs []*Job, cmp func(a, b *Job) int) []*Job {
+	out := slices.Clone(jobs)
+	slices.SortStableFunc(out, cmp)
+	return out
+}
+
+// AdmitReserved starts every queued job whose reservation is usable and entirely free
+// now. Policies call it first: reserved GPUs are held for those jobs whatever the queue
+// order, and starting them first lets the rest of the cycle stop early once no free GPUs
+// remain.
+func (p *Plan) AdmitReserved() {
+	for _, j := range p.Index.Queued {
+		if len(j.Reserved) > 0 && p.View.ValidReservation(j) {
+			p.Admit(j)
+		}
+	}
+}
+
+// Pending reports whether Admit would only wait for j: it holds a usable reservation or
+// jobs are being suspended for it.
+func (p *Plan) Pending(j *Job) bool {
+	return (len(j.Reserved) > 0 && p.View.ValidReservation(j)) || len(p.Index.FreeingFor(j.ID)) > 0
+}
+
+// Shadow holds, for a queued job j that does not fit now, the GPUs that later jobs must
+// leave to it so as not to delay it: the backfill rule when run times are unknown. j's
+// shadow placement is where PlaceGang would put it if every running and suspending job
+// gave its GPUs back (reservations stay held); on each node of it, later jobs may use only
+// the GPUs beyond what j needs there, so that j can start as soon as the jobs now running
+// there end, whatever the backfilled jobs do. It reports false if j has no shadow
+// placement (it never fits).
+func (p *Plan) Shadow(j *Job) bool {
+	empty := *p.Snapshot
+	empty.Nodes = slices.Clone(p.Snapshot.Nodes)
+	for i := range empty.Nodes {
+		empty.Nodes[i].Used = 0
+	}
+	shadow, ok := NewView(&empty, p.Index).PlaceGang(j)
+	if !ok {
+		return false
+	}
+	held := p.Index.ReservedOn()
+	var take []Slot
+	for _, sl := range shadow {
+		i := p.View.byName[sl.Node]
+		n := &p.View.nodes[i]
+		room := n.gpus - held[sl.Node] - sl.GPUs // GPUs j leaves on the node once it runs
+		if t := n.free - room; t > 0 {
+			take = append(take, Slot{Node: sl.Node, GPUs: t})
+		}
+	}
+	p.View.Take(take)
+	return true
+}
+
+// Preemptive is the cycle shared by the baseline preemptive policies (srtf, tiresias,
+// kueue); they differ only in the queue order, the victim order and who may preempt whom.
+type Preemptive struct {
+	// Queue holds the queued jobs in the order they are served.
+	Queue []*Job
+	// Candidates holds the running jobs that may be preempted, preferred victim first.
+	Candidates []*Job
+	// CanPreempt reports whether queued job q may preempt candidate v. For every q it must
+	// hold for a prefix of Candidates (true, then false from some point on), so that the
+	// eligible victims are found by binary search.
+	CanPreempt func(q, v *Job) bool
+	Mode       SuspendMode
+	Reason     string
+}
+
+// Run schedules one cycle on plan p:
+//
+//  1. start the queued jobs whose reservations are free (AdmitReserved);
+//  2. for each queued job in queue order: skip it if it is waiting for a reservation or
+//     never fits; start it if it fits in free GPUs; otherwise take the prefix of
+//     candidates it may preempt and, if a minimal set of them (FindVictims) makes room,
+//     preempt those now and reserve the placement for the job;
+//  3. stop as soon as no GPU is free and no candidate is left, since nothing more can
+//     change in this cycle.
+//
+// A victim is chosen at most once per cycle and never among Suspending jobs, so jobs are
+// not preempted twice. The cost is O(queue x (log candidates + placement)) plus the
+// candidates scanned by victim searches.
+func (c Preemptive) Run(p *Plan) Decisions {
+	// 1. Reservations first.
+	p.AdmitReserved()
+	cands := slices.Clone(c.Candidates)
+	cands = slices.DeleteFunc(cands, func(j *Job) bool { return j.Phase != Running || p.Preempted(j.ID) })
+	// 2. Serve the queue.
+	for _, q := range c.Queue {
+		// 3. Nothing more can change.
+		if len(cands) == 0 && p.View.FreeGPUs("") == 0 {
+			break
+		}
+		if p.Pending(q) {
+			continue
+		}
+		if a := p.Admit(q); a != NoRoom {
+			continue
+		}
+		n := sort.Search(len(cands), func(i int) bool { return !c.CanPreempt(q, cands[i]) })
+		if n == 0 {
+			continue
+		}
+		victims, placement, ok := p.View.FindVictims(q, cands[:n])
+		if !ok || len(victims) == 0 {
+			continue
+		}
+		p.Preempt(q, victims, placement, c.Mode, c.Reason)
+		cands = slices.DeleteFunc(cands, func(j *Job) bool { return p.Preempted(j.ID) })
+	}
+	return p.Decisions()
+}
