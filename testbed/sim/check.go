@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// validate checks decisions against the snapshot they were made on: no job decided on
+// twice in one kind of decision, and no job both started and preempted.
+func validate(s *sched.Snapshot, d *sched.Decisions) error {
+	started := map[string]bool{}
+	for _, st := range d.Starts {
+		if started[st.JobID] {
+			return fmt.Errorf("job %s started twice", st.JobID)
+		}
+		started[st.JobID] = true
+	}
+	preempted := map[string]bool{}
+	for _, p := range d.Preemptions {
+		if preempted[p.JobID] || started[p.JobID] {
+			return fmt.Errorf("job %s preempted twice or started and preempted", p.JobID)
+		}
+		preempted[p.JobID] = true
+	}
+	reserved := map[string]bool{}
+	for _, r := range d.Reservations {
+		if reserved[r.JobID] {
+			return fmt.Errorf("job %s reserved twice", r.JobID)
+		}
+		reserved[r.JobID] = true
+	}
+	return nil
+}
+
+// checkState checks the invariants after a cycle at time t: every node's used GPUs equal
+// the placements of the jobs that hold them and fit the node; GPUs held by running (not
+// suspending) jobs plus reservations fit the node; progress lies within [0, service].
+func (e *Engine) checkState(t time.Duration) error {
+	used := make([]int32, len(e.nodes))
+	committed := make([]int32, len(e.nodes))
+	holders := make([]string, len(e.nodes))
+	queued, holding := 0, 0
+	for _, j := range e.active {
+		if j.finished {
+			continue
+		}
+		for _, s := range j.s.Reserved {
+			committed[e.nodeIndex[s.Node]] += s.GPUs
+		}
+		if j.s.Phase == sched.Queued {
+			queued++
+			if j.s.Placement != nil {
+				return fmt.Errorf("sim: at %v queued job %s has a placement", t, j.s.ID)
+			}
+			continue
+		}
+		holding++
+		for _, s := range j.s.Placement {
+			ni := e.nodeIndex[s.Node]
+			used[ni] += s.GPUs
+			holders[ni] += " " + j.s.ID
+			if j.s.Phase == sched.Running {
+				committed[ni] += s.GPUs
+			}
+		}
+		if p := j.progressAt(t); p < 0 || p > j.work || j.p0 < 0 || j.ckpt < 0 || j.ckpt > j.work {
+			return fmt.Errorf("sim: at %v job %s has progress %v of %v (checkpoint %v)", t, j.s.ID, p, j.work, j.ckpt)
+		}
+	}
+	for i := range e.nodes {
+		n := &e.nodes[i]
+		if used[i] != n.Used {
+			return fmt.Errorf("sim: at %v node %s counts %d GPUs used, its jobs (%s) hold %d", t, n.Name, n.Used, holders[i], used[i])
+		}
+		if n.Used > n.GPUs {
+			return fmt.Errorf("sim: at %v node %s is over-committed: %d of %d GPUs held by%s", t, n.Name, n.Used, n.GPUs, holders[i])
+		}
+		if committed[i] > n.GPUs {
+			return fmt.Errorf("sim: at %v node %s is over-committed counting reservations: %d of %d GPUs (holders%s, reserved %d)", t, n.Name, committed[i], n.GPUs, holders[i], e.reservedOn[i])
+		}
+	}
+	if queued != e.queued || holding != e.holding {
+		return fmt.Errorf("sim: at %v counts %d queued and %d holding jobs, state has %d and %d", t, e.queued, e.holding, queued, holding)
+	}
+	return nil
+}
+
+// checkEnd checks that no job was lost: every submitted job finished exactly once or was
+// rejected, and every job's held time splits into service plus overheads.
+func (e *Engine) checkEnd() error {
+	var done int
+	for _, j := range e.jobs {
+		if j.rec.Rejected {
+			done++
+			continue
+		}
+		if !j.finished {
+			return fmt.Errorf("sim: job %s never finished (phase %s)", j.s.ID, j.s.Phase)
+		}
+		done++
+		r := &j.rec
+		parts := r.Service + r.RedoneWork + r.StartOverhead + r.ResumeOverhead + r.SuspendWait
+		if e.cfg.Check && parts != r.Held {
+			return fmt.Errorf("sim: job %s held GPUs %v, but service+redone+overheads = %v", j.s.ID, r.Held, parts)
+		}
+		if r.Finish < r.FirstStart || r.FirstStart < r.Submit || r.Wait() < 0 {
+			return fmt.Errorf("sim: job %s has submit %v, first start %v, finish %v, held %v", j.s.ID, r.Submit, r.FirstStart, r.Finish, r.Held)
+		}
+	}
+	if done != len(e.jobs) || int(e.finished.Load()) != len(e.jobs) {
+		return fmt.Errorf("sim: %d jobs submitted, %d finished or rejected", len(e.jobs), done)
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"time"
+)
+
+// Epoch is the wall-clock time at which every simulation starts (trace offset zero).
+var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// Physics is the cost model of brief section 3. Every policy pays it.
+type Physics struct {
+	// ContainerStart is the time from admission until the training process runs
+	// (default 20 s).
+	ContainerStart time.Duration
+	// WarmUp is the data-pipeline and framework warm-up before the first step (default
+	// 30 s).
+	WarmUp time.Duration
+	// Grace is the termination grace period of a suspend-now: SIGTERM, then kill (default
+	// 30 s).
+	Grace time.Duration
+	// WriteBandwidth and ReadBandwidth are the checkpoint storage bandwidths in bytes per
+	// second (defaults 500 MB/s and 1 GB/s).
+	WriteBandwidth float64
+	ReadBandwidth  float64
+	// CheckpointPeriod is how many epochs pass between periodic checkpoints (default 1).
+	// Periodic checkpoints are written asynchronously and cost no time; the checkpoint of a
+	// boundary suspend is written synchronously and holds the GPUs.
+	CheckpointPeriod int32
+	// NoiseSigma is the sigma of the per-job lognormal noise (median 1) on start, warm-up,
+	// checkpoint write and load times and on read traffic; 0 disables noise (default 0.1).
+	NoiseSigma float64
+	// Ideal makes preemption free, as most research simulators assume: suspends are
+	// instant and lose nothing, and starts and resumes cost nothing.
+	Ideal bool
+}
+
+// DefaultPhysics returns the documented defaults.
+func DefaultPhysics() Physics {
+	return Physics{
+		ContainerStart:   20 * time.Second,
+		WarmUp:           30 * time.Second,
+		Grace:            30 * time.Second,
+		WriteBandwidth:   500e6,
+		ReadBandwidth:    1e9,
+		CheckpointPeriod: 1,
+		NoiseSigma:       0.1,
+	}
+}
+
+// Config controls an Engine.
+type Config struct {
+	Physics Physics
+	// Seed seeds the per-job noise (with the job's ID).
+	Seed int64
+	// Tick is the interval of scheduling cycles while a job is queued, so that policies
+	// that sort by attained service can react between events (default 60 s).
+	Tick time.Duration
+	// ReservationTimeout releases a reservation this long after it was made if the job
+	// has not started (default 1 h).
+	ReservationTimeout time.Duration
+	// Check turns on the invariant checks: decisions valid (sched.Validate and the
+	// engine's own checks), no node over-committed counting reservations, work never
+	// negative, every job ends exactly once, and no job lost at the end.
+	Check bool
+	// SeriesPoints bounds the time series (default 512 points).
+	SeriesPoints int
+	// MaxIdleTicks is how many scheduling ticks in a row may pass with jobs queued, nothing
+	// running, nothing arriving and no decisions before the run fails as stuck (default
+	// 10000).
+	MaxIdleTicks int
+}
+
+// DefaultConfig returns a Config with DefaultPhysics and the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		Physics:            DefaultPhysics(),
+		Seed:               1,
+		Tick:               60 * time.Second,
+		ReservationTimeout: time.Hour,
+		SeriesPoints:       512,
+		MaxIdleTicks:       10000,
+	}
+}
+
+func (c *Config) defaults() {
+	d := DefaultConfig()
+	if c.Tick <= 0 {
+		c.Tick = d.Tick
+	}
+	if c.ReservationTimeout <= 0 {
+		c.ReservationTimeout = d.ReservationTimeout
+	}
+	if c.SeriesPoints <= 0 {
+		c.SeriesPoints = d.SeriesPoints
+	}
+	if c.MaxIdleTicks <= 0 {
+		c.MaxIdleTicks = d.MaxIdleTicks
+	}
+	if c.Physics.CheckpointPeriod <= 0 {
+		c.Physics.CheckpointPeriod = 1
+	}
+}

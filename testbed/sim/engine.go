@@ -1,0 +1,314 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+	"github.com/pickyman/pickyman/testbed/metrics"
+	"github.com/pickyman/pickyman/traces"
+)
+
+// Clock is the simulation clock: the engine sets it to each event's time, and a policy or
+// observer that reads time reads it there. k8s.io/utils/clock/testing's FakeClock
+// satisfies it.
+type Clock interface {
+	Now() time.Time
+	SetTime(t time.Time)
+}
+
+var _ Clock = (*testingclock.FakeClock)(nil)
+
+// maxCyclesPerInstant bounds how often the policy runs at one simulated instant (a policy
+// that preempts and restarts jobs forever without time passing is a bug).
+const maxCyclesPerInstant = 10000
+
+// Engine simulates one policy on one trace and cluster. It is not safe for concurrent use;
+// run one engine per goroutine.
+type Engine struct {
+	cfg      Config
+	policy   sched.Policy
+	observer sched.Observer
+	clock    Clock
+
+	nodes      []sched.Node
+	nodeIndex  map[string]int
+	reservedOn []int32 // GPUs reserved on each node
+	gpus       int32
+
+	jobs   []*job // every job of the trace, in submit order
+	byID   map[string]*job
+	next   int    // next arrival
+	active []*job // submitted, not finished, in arrival order
+	snap   sched.Snapshot
+
+	q           eventQueue
+	now         time.Duration
+	tickPending bool
+	idleTicks   int
+
+	queued, holding int   // jobs Queued; jobs Running or Suspending
+	used            int32 // GPUs held
+
+	series   *metrics.Series
+	events   int64
+	cycles   int64
+	finished atomic.Int64
+	progress []sched.Event // scratch for progress observations
+}
+
+// New returns an engine for jobs on cluster under policy. Jobs whose gang can never fit
+// the cluster are rejected and recorded as such.
+func New(cluster traces.Cluster, jobs []traces.Job, policy sched.Policy, cfg Config) (*Engine, error) {
+	cfg.defaults()
+	e := &Engine{cfg: cfg, policy: policy, nodeIndex: map[string]int{}}
+	e.observer, _ = policy.(sched.Observer)
+	e.clock = testingclock.NewFakeClock(Epoch)
+	for pi, pool := range cluster.Pools {
+		for i := 0; i < pool.Count; i++ {
+			name := fmt.Sprintf("node-%d-%d", pi, i)
+			if len(cluster.Pools) == 1 {
+				name = fmt.Sprintf("node-%d", i)
+			}
+			e.nodeIndex[name] = len(e.nodes)
+			e.nodes = append(e.nodes, sched.Node{Name: name, GPUModel: pool.GPUModel, GPUs: pool.GPUs})
+			e.gpus += pool.GPUs
+		}
+	}
+	if len(e.nodes) == 0 {
+		return nil, fmt.Errorf("sim: cluster %q has no nodes", cluster.Source)
+	}
+	e.reservedOn = make([]int32, len(e.nodes))
+	e.jobs = make([]*job, len(jobs))
+	e.byID = make(map[string]*job, len(jobs))
+	for i := range jobs {
+		if e.byID[jobs[i].ID] != nil {
+			return nil, fmt.Errorf("sim: job %q appears twice in the trace", jobs[i].ID)
+		}
+		e.jobs[i] = newJob(&jobs[i], &e.cfg)
+		e.byID[jobs[i].ID] = e.jobs[i]
+	}
+	slices.SortStableFunc(e.jobs, func(a, b *job) int { return int(a.rec.Submit - b.rec.Submit) })
+	for _, j := range e.jobs {
+		if reason := e.neverFits(j); reason != "" {
+			j.rec.Rejected, j.rec.RejectReason = true, reason
+			j.finished = true
+		}
+	}
+	e.series = metrics.NewSeries(e.gpus, cfg.SeriesPoints, time.Minute)
+	e.snap.Nodes = e.nodes
+	return e, nil
+}
+
+// SetClock replaces the simulation clock (before Run).
+func (e *Engine) SetClock(c Clock) { e.clock = c }
+
+// Progress returns how many jobs have finished or been rejected, and the trace's size. It
+// is safe to call from another goroutine while Run runs.
+func (e *Engine) Progress() (done, total int) { return int(e.finished.Load()), len(e.jobs) }
+
+// neverFits says why a job's gang can not be placed even on the empty cluster, "" if it can.
+func (e *Engine) neverFits(j *job) string {
+	if j.s.GPUs() <= 0 {
+		return "no GPUs requested"
+	}
+	if j.work <= 0 {
+		return "no service time"
+	}
+	var workers int32
+	for i := range e.nodes {
+		n := &e.nodes[i]
+		if j.s.GPUModel != "" && n.GPUModel != j.s.GPUModel {
+			continue
+		}
+		workers += n.GPUs / j.s.GPUsPerWorker
+		if workers >= j.s.Workers {
+			return ""
+		}
+	}
+	return fmt.Sprintf("gang of %d x %d GPUs does not fit the cluster", j.s.Workers, j.s.GPUsPerWorker)
+}
+
+// Run simulates until every job has finished and returns the run's records.
+func (e *Engine) Run(ctx context.Context) (*metrics.Run, error) {
+	start := time.Now()
+	for _, j := range e.jobs {
+		if j.finished {
+			e.finished.Add(1)
+		}
+	}
+	lastInstant, cyclesAtInstant := time.Duration(-1), 0
+	for {
+		t, ok := e.nextTime()
+		if !ok {
+			break
+		}
+		if e.cycles%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if t == lastInstant {
+			cyclesAtInstant++
+			if cyclesAtInstant > maxCyclesPerInstant {
+				return nil, fmt.Errorf("sim: policy %s ran %d cycles at %v without time passing", e.policy.Name(), cyclesAtInstant, t)
+			}
+		} else {
+			lastInstant, cyclesAtInstant = t, 0
+		}
+		if err := e.step(t); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.checkEnd(); err != nil {
+		return nil, err
+	}
+	return e.result(time.Since(start)), nil
+}
+
+// nextTime is the time of the next arrival or event.
+func (e *Engine) nextTime() (time.Duration, bool) {
+	for e.next < len(e.jobs) && e.jobs[e.next].rec.Rejected {
+		e.next++
+	}
+	ok := false
+	var t time.Duration
+	if e.next < len(e.jobs) {
+		t, ok = e.jobs[e.next].rec.Submit, true
+	}
+	if e.q.Len() > 0 && (!ok || e.q.peek().at <= t) {
+		t, ok = e.q.peek().at, true
+	}
+	return t, ok
+}
+
+// step is one simulated instant: every event at time t, then one scheduling cycle.
+func (e *Engine) step(t time.Duration) error {
+	// 1. Advance the clock and the progress of jobs that hold GPUs; report traffic and
+	// epochs to an observing policy.
+	e.now = t
+	e.clock.SetTime(Epoch.Add(t))
+	e.advance(t)
+
+	// 2. Apply every event of this instant: heap events in sequence order, then arrivals.
+	tick := false
+	for e.q.Len() > 0 && e.q.peek().at == t {
+		ev := e.q.pop()
+		e.events++
+		if ev.kind == evTick {
+			tick = true
+			e.tickPending = false
+			continue
+		}
+		if err := e.handle(&ev); err != nil {
+			return err
+		}
+	}
+	for e.next < len(e.jobs) && e.jobs[e.next].rec.Submit == t {
+		j := e.jobs[e.next]
+		e.next++
+		if j.rec.Rejected {
+			continue
+		}
+		e.events++
+		e.active = append(e.active, j)
+		e.queued++
+		e.observe(sched.EventSubmitted, j, 0, 0)
+	}
+
+	// 3. Refresh the snapshot: drop finished jobs, update what running jobs report.
+	e.refresh(t)
+
+	// 4. Ask the policy.
+	e.cycles++
+	d := e.policy.Schedule(&e.snap)
+
+	// 5. Validate and carry out the decisions.
+	if e.cfg.Check {
+		if err := validate(&e.snap, &d); err != nil {
+			return fmt.Errorf("sim: policy %s at %v: invalid decisions: %w", e.policy.Name(), t, err)
+		}
+	}
+	if err := e.apply(t, &d); err != nil {
+		return fmt.Errorf("sim: policy %s at %v: %w", e.policy.Name(), t, err)
+	}
+	if e.cfg.Check {
+		if err := e.checkState(t); err != nil {
+			return err
+		}
+	}
+	if err := e.watchIdle(tick, &d); err != nil {
+		return err
+	}
+
+	// 6. Record the time series and keep ticking while jobs wait.
+	e.series.Record(t, e.used, e.queued)
+	if e.queued > 0 && !e.tickPending {
+		e.q.push(event{at: t + e.cfg.Tick, kind: evTick})
+		e.tickPending = true
+	}
+	return nil
+}
+
+// watchIdle fails a run in which jobs wait on an idle cluster forever.
+func (e *Engine) watchIdle(tick bool, d *sched.Decisions) error {
+	if !tick {
+		return nil
+	}
+	if e.queued == 0 || e.holding > 0 || e.next < len(e.jobs) || len(d.Starts)+len(d.Preemptions)+len(d.Reservations) > 0 {
+		e.idleTicks = 0
+		return nil
+	}
+	e.idleTicks++
+	if e.idleTicks > e.cfg.MaxIdleTicks {
+		ids := []string{}
+		for _, j := range e.active {
+			if j.s.Phase == sched.Queued && len(ids) < 5 {
+				ids = append(ids, j.s.ID)
+			}
+		}
+		return fmt.Errorf("sim: policy %s left %d jobs (%v...) queued on an idle cluster for %d ticks", e.policy.Name(), e.queued, ids, e.idleTicks)
+	}
+	return nil
+}
+
+// refresh drops finished jobs from the snapshot and updates the jobs that hold GPUs.
+func (e *Engine) refresh(t time.Duration) {
+	e.snap.Now = Epoch.Add(t)
+	kept := e.active[:0]
+	for _, j := range e.active {
+		if j.finished {
+			continue
+		}
+		kept = append(kept, j)
+		if j.s.Phase != sched.Queued {
+			j.refresh(t)
+		}
+	}
+	clear(e.active[len(kept):])
+	e.active = kept
+	e.snap.Jobs = e.snap.Jobs[:0]
+	for _, j := range e.active {
+		e.snap.Jobs = append(e.snap.Jobs, &j.s)
+	}
+}
+
+// result collects the run's records.
+func (e *Engine) result(wall time.Duration) *metrics.Run {
+	r := &metrics.Run{Policy: e.policy.Name(), GPUs: e.gpus, Events: e.events, Cycles: e.cycles, Wall: wall}
+	r.Jobs = make([]metrics.JobRecord, len(e.jobs))
+	for i, j := range e.jobs {
+		r.Jobs[i] = j.rec
+	}
+	r.Series = e.series.Points(e.now)
+	if p, ok := e.policy.(metrics.PredictionReporter); ok {
+		r.PredictionErrors = p.PredictionErrors()
+	}
+	if p, ok := e.policy.(metrics.OverheadReporter); ok {
+		r.OverheadErrors = p.OverheadErrors()
+	}
+	return r
+}

@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// observe reports an event at the current time to an observing policy.
+func (e *Engine) observe(kind sched.EventKind, j *job, d time.Duration, bytes int64) {
+	if e.observer == nil {
+		return
+	}
+	e.observer.Observe(sched.Event{Kind: kind, Time: Epoch.Add(e.now), Job: &j.s, Duration: d, Bytes: bytes})
+}
+
+// advance reports, for every job that made progress since its last report, the epochs it
+// completed (one EventEpoch at the latest epoch end) and its read traffic over the window
+// (EventTraffic: dataset bytes x fraction of an epoch done x noise). Windows without
+// progress (warm-up, grace period) are not reported. Events go out in time order.
+func (e *Engine) advance(t time.Duration) {
+	if e.observer == nil {
+		return
+	}
+	e.progress = e.progress[:0]
+	for _, j := range e.active {
+		if j.finished || j.s.Phase == sched.Queued || t <= j.reportedT {
+			continue
+		}
+		p := j.progressAt(t)
+		dp := p - j.reportedP
+		if dp <= 0 {
+			continue
+		}
+		j.refresh(t)
+		if e1, e2 := j.epochsAt(j.reportedP), j.epochsAt(p); e2 > e1 {
+			e.progress = append(e.progress, sched.Event{
+				Kind: sched.EventEpoch, Time: Epoch.Add(j.timeToReach(j.epochEnd(e2))), Job: &j.s,
+				Duration: j.epochLen, Bytes: int64(float64(j.s.DatasetBytes) * j.nTraffic),
+			})
+		}
+		from := max(j.reportedT, j.runFrom)
+		e.progress = append(e.progress, sched.Event{
+			Kind: sched.EventTraffic, Time: Epoch.Add(t), Job: &j.s, Duration: t - from,
+			Bytes: int64(float64(j.s.DatasetBytes) * float64(dp) / float64(j.epochLen) * j.nTraffic),
+		})
+		j.reportedP, j.reportedT = p, t
+	}
+	slices.SortStableFunc(e.progress, func(a, b sched.Event) int { return a.Time.Compare(b.Time) })
+	for _, ev := range e.progress {
+		e.observer.Observe(ev)
+	}
+}
+
+// handle applies one heap event.
+func (e *Engine) handle(ev *event) error {
+	j := ev.job
+	switch ev.kind {
+	case evFinish:
+		if ev.gen != j.gen {
+			return nil
+		}
+		return e.finish(j, ev.at)
+	case evFree:
+		if ev.gen != j.gen || j.finished {
+			return nil
+		}
+		e.free(j, ev.at)
+	case evWarm:
+		if ev.gen != j.gen || j.finished || j.warmReported {
+			return nil
+		}
+		j.warmReported = true
+		e.observe(sched.EventResumed, j, j.warmUntil-j.lastStart, 0)
+	case evReservationTimeout:
+		if ev.gen == j.resGen && j.s.Reserved != nil && j.s.Phase == sched.Queued {
+			e.release(j)
+		}
+	}
+	return nil
+}
+
+// hold adds (sign 1) or removes (sign -1) a placement from the nodes' used GPUs.
+func (e *Engine) hold(slots []sched.Slot, sign int32) {
+	for _, s := range slots {
+		n := &e.nodes[e.nodeIndex[s.Node]]
+		n.Used += sign * s.GPUs
+		e.used += sign * s.GPUs
+	}
+}
+
+// start admits a queued job: first start or resume from its last checkpoint.
+func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
+	resume := !j.s.FirstStart.IsZero()
+	if j.s.Reserved != nil {
+		e.release(j)
+	}
+	ov := j.startOverhead(&e.cfg.Physics, resume)
+	j.gen++
+	j.resumed, j.warmReported = resume, false
+	j.lastStart, j.warmUntil, j.runFrom = t, t+ov, t+ov
+	j.p0, j.limit = j.ckpt, j.work
+	j.reportedP, j.reportedT = j.p0, t
+	j.s.Phase = sched.Running
+	j.s.Placement = slices.Clone(placement)
+	j.s.LastStart, j.s.WarmUntil = Epoch.Add(t), Epoch.Add(t+ov)
+	if !resume {
+		j.s.FirstStart = Epoch.Add(t)
+		j.rec.FirstStart = t
+	}
+	j.s.SinceCheckpoint = 0
+	e.hold(placement, 1)
+	e.queued--
+	e.holding++
+	e.q.push(event{at: j.runFrom + (j.work - j.p0), kind: evFinish, job: j, gen: j.gen})
+	e.observe(sched.EventStarted, j, 0, 0)
+	if resume && e.observer != nil {
+		if ov > 0 {
+			e.q.push(event{at: j.warmUntil, kind: evWarm, job: j, gen: j.gen})
+		} else {
+			j.warmReported = true
+			e.observe(sched.EventResumed, j, 0, 0)
+		}
+	}
+}
+
+// preempt decides a suspend of a running job (brief section 3). Boundary: the job runs on
+// to the end of its current epoch, writes its checkpoint and frees its GPUs (at once if it
+// is exactly at a checkpoint; if the boundary is the job's end it simply finishes). Now:
+// the job stops, loses the work since its last checkpoint, and frees its GPUs after the
+// grace period. Ideal: the job stops at once and loses nothing.
+func (e *Engine) preempt(j *job, t time.Duration, p sched.Preemption) {
+	ph := &e.cfg.Physics
+	prog := j.progressAt(t)
+	j.decided = t
+	finishing := false
+	switch {
+	case ph.Ideal:
+		j.limit, j.ckpt, j.stopAt, j.freeAt = prog, prog, t, t
+	case p.Mode == sched.SuspendNow:
+		c := j.checkpointFloor(prog)
+		j.rec.RedoneWork += prog - c
+		j.limit, j.ckpt, j.stopAt, j.freeAt = prog, c, t, t+ph.Grace
+	default:
+		if c := j.checkpointFloor(prog); c == prog {
+			j.limit, j.ckpt, j.stopAt, j.freeAt = prog, prog, t, t
+			break
+		}
+		b := j.boundaryAfter(prog)
+		if b >= j.work {
+			finishing = true
+			j.freeAt = j.timeToReach(j.work)
+			break
+		}
+		reach := j.timeToReach(b)
+		j.limit, j.ckpt, j.stopAt, j.freeAt = b, b, reach, reach+j.writeTime(ph)
+	}
+	j.s.Phase = sched.Suspending
+	j.s.Suspend = &sched.SuspendState{Mode: p.Mode, For: p.For, Decided: Epoch.Add(t), FreeAt: Epoch.Add(j.freeAt)}
+	if finishing {
+		return
+	}
+	j.gen++
+	e.q.push(event{at: j.freeAt, kind: evFree, job: j, gen: j.gen})
+}
+
+// endAdmission accounts for the admission that ends at t (GPUs freed or job finished),
+// with progress having stopped at stop.
+func (j *job) endAdmission(t, stop time.Duration) {
+	warm := min(stop, j.warmUntil) - j.lastStart
+	if warm < 0 {
+		warm = 0
+	}
+	if j.resumed {
+		j.rec.ResumeOverhead += warm
+	} else {
+		j.rec.StartOverhead += warm
+	}
+	held := t - j.lastStart
+	j.rec.Held += held
+	j.attainedBase += held * time.Duration(j.s.GPUs())
+	j.s.Attained = j.attainedBase
+}
+
+// free completes a suspend: the GPUs are free and the job waits to resume.
+func (e *Engine) free(j *job, t time.Duration) {
+	j.endAdmission(t, j.stopAt)
+	j.rec.SuspendWait += t - j.stopAt
+	j.rec.SuspendDelay += t - j.decided
+	j.rec.Preemptions++
+	j.s.Preemptions++
+	e.hold(j.s.Placement, -1)
+	e.holding--
+	e.queued++
+	j.s.Phase = sched.Queued
+	j.s.Placement, j.s.Suspend = nil, nil
+	j.s.EpochsDone = j.epochsAt(j.ckpt)
+	j.s.SinceCheckpoint = 0
+	j.s.Oracle.Remaining = j.work - j.ckpt
+	e.observe(sched.EventSuspended, j, t-j.decided, 0)
+}
+
+// finish completes a job.
+func (e *Engine) finish(j *job, t time.Duration) error {
+	if j.finished {
+		return fmt.Errorf("sim: job %s ended twice (at %v)", j.s.ID, t)
+	}
+	j.endAdmission(t, t)
+	j.rec.Finish = t
+	j.finished = true
+	e.finished.Add(1)
+	e.hold(j.s.Placement, -1)
+	e.holding--
+	j.s.Phase = sched.Finished
+	j.s.Suspend = nil
+	j.s.EpochsDone, j.s.SinceCheckpoint, j.s.Oracle.Remaining = j.epochs, 0, 0
+	e.observe(sched.EventFinished, j, j.rec.Held, 0)
+	return nil
+}
+
+// reserve holds GPUs for a queued job. A new reservation replaces the job's previous one
+// but keeps its timeout, which runs from the job's first reservation.
+func (e *Engine) reserve(j *job, t time.Duration, slots []sched.Slot) {
+	had := j.s.Reserved != nil
+	for _, s := range j.s.Reserved {
+		e.reservedOn[e.nodeIndex[s.Node]] -= s.GPUs
+	}
+	j.s.Reserved = slices.Clone(slots)
+	for _, s := range slots {
+		e.reservedOn[e.nodeIndex[s.Node]] += s.GPUs
+	}
+	if !had {
+		j.resGen++
+		j.resAt = t
+		e.q.push(event{at: t + e.cfg.ReservationTimeout, kind: evReservationTimeout, job: j, gen: j.resGen})
+	}
+}
+
+// release drops a job's reservation.
+func (e *Engine) release(j *job) {
+	for _, s := range j.s.Reserved {
+		e.reservedOn[e.nodeIndex[s.Node]] -= s.GPUs
+	}
+	j.s.Reserved = nil
+	j.resGen++
+}
