@@ -1,0 +1,185 @@
+package predictor
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// jobBuilder builds sched.Jobs for tests.
+type jobBuilder struct{ j sched.Job }
+
+func makeJob(id string) *jobBuilder {
+	return &jobBuilder{j: sched.Job{ID: id, Queue: "q", Model: "resnet50", Workers: 1, GPUsPerWorker: 1,
+		Epochs: 10, DatasetBytes: 100e9, Submit: t0, Phase: sched.Queued}}
+}
+func (b *jobBuilder) model(m string) *jobBuilder  { b.j.Model = m; return b }
+func (b *jobBuilder) queue(q string) *jobBuilder  { b.j.Queue = q; return b }
+func (b *jobBuilder) gpus(w, g int32) *jobBuilder { b.j.Workers, b.j.GPUsPerWorker = w, g; return b }
+func (b *jobBuilder) epochs(n, done int32) *jobBuilder {
+	b.j.Epochs, b.j.EpochsDone = n, done
+	return b
+}
+func (b *jobBuilder) into(d time.Duration) *jobBuilder { b.j.SinceCheckpoint = d; return b }
+func (b *jobBuilder) user(d time.Duration) *jobBuilder { b.j.UserEstimate = d; return b }
+func (b *jobBuilder) attained(d time.Duration) *jobBuilder {
+	b.j.Attained = d
+	return b
+}
+func (b *jobBuilder) obj() *sched.Job { j := b.j; return &j }
+
+// runJob feeds the events of a job that runs epochs epochs of length epoch.
+func runJob(p *Predictor, j *sched.Job, epoch time.Duration) {
+	p.Observe(sched.Event{Kind: sched.EventStarted, Time: t0, Job: j})
+	for e := int32(0); e < j.Epochs; e++ {
+		p.Observe(sched.Event{Kind: sched.EventEpoch, Time: t0, Job: j, Duration: epoch, Bytes: j.DatasetBytes})
+	}
+	p.Observe(sched.Event{Kind: sched.EventFinished, Time: t0, Job: j, Duration: epoch * time.Duration(j.Epochs)})
+}
+
+func TestFallbacks(t *testing.T) {
+	const min = time.Minute
+	tests := map[string]struct {
+		setup func(p *Predictor)
+		job   *sched.Job
+		want  Prediction
+	}{
+		"nothing known": {
+			job:  makeJob("x").obj(),
+			want: Prediction{Source: SourceNone},
+		},
+		"queue prior: median epoch of finished jobs times epochs": {
+			setup: func(p *Predictor) {
+				for i, e := range []time.Duration{1 * min, 3 * min, 100 * min} {
+					runJob(p, makeJob(string(rune('a'+i))).model("m"+string(rune('a'+i))).epochs(2, 0).obj(), e)
+				}
+			},
+			job:  makeJob("x").model("other").epochs(10, 0).obj(),
+			want: Prediction{Source: SourcePrior, EpochTime: 3 * min, Total: 30 * min, Remaining: 30 * min},
+		},
+		"prior of another queue is not used": {
+			setup: func(p *Predictor) { runJob(p, makeJob("a").queue("other").obj(), min) },
+			job:   makeJob("x").obj(),
+			want:  Prediction{Source: SourceNone},
+		},
+		"user estimate beats the prior": {
+			setup: func(p *Predictor) { runJob(p, makeJob("a").model("m").obj(), min) },
+			job:   makeJob("x").model("other").epochs(10, 4).user(100 * min).obj(),
+			want:  Prediction{Source: SourceUser, EpochTime: 10 * min, Total: 100 * min, Remaining: 60 * min},
+		},
+		"user estimate without epochs counts attained time": {
+			job:  makeJob("x").epochs(0, 0).gpus(2, 2).user(100 * min).attained(4 * 30 * min).obj(),
+			want: Prediction{Source: SourceUser, Total: 100 * min, Remaining: 70 * min},
+		},
+		"trusted profile beats the user estimate": {
+			setup: func(p *Predictor) {
+				// t(G) = 60 + 240/G seconds.
+				for i, g := range []int32{1, 2, 4, 8} {
+					e := time.Duration(60+240/g) * time.Second
+					runJob(p, makeJob(string(rune('a'+i))).gpus(1, g).epochs(3, 0).obj(), e)
+				}
+			},
+			job:  makeJob("x").gpus(2, 2).epochs(10, 0).user(time.Hour).obj(),
+			want: Prediction{Source: SourceProfile, EpochTime: 2 * min, Total: 20 * min, Remaining: 20 * min},
+		},
+		"three profiled jobs are not enough": {
+			setup: func(p *Predictor) {
+				for i, g := range []int32{1, 2, 4} {
+					runJob(p, makeJob(string(rune('a'+i))).gpus(1, g).epochs(3, 0).queue("other").obj(), time.Duration(60+240/g)*time.Second)
+				}
+			},
+			job:  makeJob("x").gpus(2, 2).obj(),
+			want: Prediction{Source: SourceNone},
+		},
+		"live traffic beats the profile": {
+			setup: func(p *Predictor) {
+				for i, g := range []int32{1, 2, 4, 8} {
+					runJob(p, makeJob(string(rune('a'+i))).gpus(1, g).epochs(3, 0).obj(), time.Duration(60+240/g)*time.Second)
+				}
+				x := makeJob("x").obj()
+				p.Observe(sched.Event{Kind: sched.EventStarted, Job: x})
+				// 100 GB at 50 MB/s: a 2000 s epoch.
+				for i := 0; i < 3; i++ {
+					p.Observe(sched.Event{Kind: sched.EventTraffic, Job: x, Duration: time.Minute, Bytes: 3e9})
+				}
+			},
+			job:  makeJob("x").epochs(10, 2).into(1000 * time.Second).obj(),
+			want: Prediction{Source: SourceTraffic, EpochTime: 2000 * time.Second, Total: 20000 * time.Second, Remaining: 15000 * time.Second},
+		},
+		"observed epochs beat traffic": {
+			setup: func(p *Predictor) {
+				x := makeJob("x").obj()
+				p.Observe(sched.Event{Kind: sched.EventStarted, Job: x})
+				for i := 0; i < 3; i++ {
+					p.Observe(sched.Event{Kind: sched.EventTraffic, Job: x, Duration: time.Minute, Bytes: 3e9})
+				}
+				p.Observe(sched.Event{Kind: sched.EventEpoch, Job: x, Duration: 10 * min})
+				p.Observe(sched.Event{Kind: sched.EventEpoch, Job: x, Duration: 12 * min})
+			},
+			job:  makeJob("x").epochs(10, 2).obj(),
+			want: Prediction{Source: SourceEpochs, EpochTime: 11 * min, Total: 110 * min, Remaining: 88 * min},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := New(nil, DefaultConfig())
+			if tc.setup != nil {
+				tc.setup(p)
+			}
+			got := p.Predict(tc.job)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Predict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestScoring(t *testing.T) {
+	p := New(nil, DefaultConfig())
+	// Four 1-GPU jobs of resnet50 with epoch time 60 + 240/G s profile the model ...
+	for i, g := range []int32{1, 2, 4, 8} {
+		runJob(p, makeJob(string(rune('a'+i))).gpus(1, g).epochs(5, 0).obj(), time.Duration(60+240/g)*time.Second)
+	}
+	// ... so the fifth, on 4 GPUs, is predicted exactly at its first start.
+	runJob(p, makeJob("e").gpus(2, 2).epochs(7, 0).obj(), 2*time.Minute)
+	scores := p.Scores()
+	if len(scores) != 5 {
+		t.Fatalf("got %d scores, want 5", len(scores))
+	}
+	last := scores[4]
+	if last.Source != SourceProfile || last.Profiled != 4 || math.Abs(last.RelErr) > 1e-9 {
+		t.Errorf("fifth job's score = %+v, want source profile, 4 profiled, error 0", last)
+	}
+	if scores[0].Source != SourceNone {
+		t.Errorf("first job's source = %q, want none", scores[0].Source)
+	}
+	// The first job had nothing; the second to fourth had the queue prior (60+240 s
+	// epochs of job a): job b's actual epoch is 180 s, so its error is 300/180 - 1.
+	if got, want := scores[1].RelErr, 300.0/180-1; math.Abs(got-want) > 1e-9 {
+		t.Errorf("second job's error = %v, want %v", got, want)
+	}
+	if got := len(p.PredictionErrors()); got != 4 {
+		t.Errorf("PredictionErrors has %d values, want 4 (jobs with a source)", got)
+	}
+	if fit := p.Fit("resnet50"); !fit.Trusted || fit.N != 5 {
+		t.Errorf("fit = %+v, want trusted over 5 jobs", fit)
+	}
+}
+
+func TestProfileLearnsFromEpochsBeforeFinish(t *testing.T) {
+	p := New(nil, DefaultConfig())
+	for i, g := range []int32{1, 2, 4, 8} {
+		j := makeJob(string(rune('a'+i))).gpus(1, g).obj()
+		p.Observe(sched.Event{Kind: sched.EventStarted, Job: j})
+		p.Observe(sched.Event{Kind: sched.EventEpoch, Job: j, Duration: time.Duration(60+240/g) * time.Second})
+	}
+	if got := p.Predict(makeJob("x").gpus(1, 4).epochs(2, 0).obj()); got.Source != SourceProfile || got.Total != 240*time.Second {
+		t.Errorf("Predict = %+v, want the profile's 2 x 120 s from four running jobs' first epochs", got)
+	}
+}
