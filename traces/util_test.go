@@ -1,5 +1,0 @@
-package traces
-
-import "github.com/google/go-cmp/cmp"
-
-func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
