@@ -1,0 +1,82 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Configuration is the operator's configuration file.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Queues are the PickyMan queues jobs may name in the pickyman.dev/queue label.
+	Queues []Queue `json:"queues"`
+	// Policy is the scheduling policy and its parameters.
+	Policy Policy `json:"policy"`
+	// Overhead holds the overhead-model defaults used until a ModelProfile has learned
+	// its own.
+	Overhead Overhead `json:"overhead"`
+	// Protection bounds how often a job may be preempted.
+	Protection Protection `json:"protection"`
+	// Checkpoint configures the checkpoint handshake with the agents.
+	Checkpoint Checkpoint `json:"checkpoint"`
+	// ScheduleInterval is the longest time between two scheduling cycles.
+	ScheduleInterval metav1.Duration `json:"scheduleInterval"`
+	// GPUResource is the extended resource that counts GPUs.
+	GPUResource string `json:"gpuResource"`
+	// GPUProductLabel is the node label that names the GPU model.
+	GPUProductLabel string `json:"gpuProductLabel"`
+	// Manager holds the controller manager's settings.
+	Manager Manager `json:"manager"`
+}
+
+// Queue is a PickyMan queue.
+type Queue struct {
+	Name string `json:"name"`
+	// Priority is the default priority of the queue's jobs; a job's PriorityClass
+	// overrides it.
+	Priority int32 `json:"priority,omitempty"`
+}
+
+// Policy names a registered policy (fifo, sjf, srtf, tiresias, kueue, pickyman, ...).
+type Policy struct {
+	Name   string            `json:"name"`
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// Overhead holds the default parameters of the overhead model.
+type Overhead struct {
+	WriteBytesPerSecond float64         `json:"writeBytesPerSecond"`
+	ReadBytesPerSecond  float64         `json:"readBytesPerSecond"`
+	ContainerStart      metav1.Duration `json:"containerStart"`
+	Warmup              metav1.Duration `json:"warmup"`
+	// GracePeriod is how long a job suspended now keeps its GPUs.
+	GracePeriod metav1.Duration `json:"gracePeriod"`
+}
+
+// Protection keeps jobs from being preempted too often.
+type Protection struct {
+	// MinRunAfterResume protects a job for this long after each admission.
+	MinRunAfterResume metav1.Duration `json:"minRunAfterResume"`
+	// MaxPreemptions protects a job preempted this many times; 0 means no limit.
+	MaxPreemptions int32 `json:"maxPreemptions"`
+}
+
+// Checkpoint configures the handshake.
+type Checkpoint struct {
+	// BoundaryDeadline bounds how long a boundary suspend may take before the operator
+	// suspends the job anyway.
+	BoundaryDeadline metav1.Duration `json:"boundaryDeadline"`
+	// NowDeadline bounds an immediate suspend's checkpoint.
+	NowDeadline metav1.Duration `json:"nowDeadline"`
+}
+
+// Manager holds the controller manager's settings.
+type Manager struct {
+	MetricsBindAddress     string `json:"metricsBindAddress"`
+	HealthProbeBindAddress string `json:"healthProbeBindAddress"`
+	LeaderElection         bool   `json:"leaderElection"`
+	// LeaderElectionNamespace is where the lease lives.
+	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
+	WebhookPort             int    `json:"webhookPort"`
+	WebhookCertDir          string `json:"webhookCertDir,omitempty"`
+}

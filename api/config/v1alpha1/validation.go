@@ -1,0 +1,66 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate checks a defaulted configuration. knownPolicies lists the registered policy
+// names. Each error names the field and says why.
+func (c *Configuration) Validate(knownPolicies []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	qp := field.NewPath("queues")
+	if len(c.Queues) == 0 {
+		errs = append(errs, field.Required(qp, "at least one queue is needed"))
+	}
+	for i, q := range c.Queues {
+		p := qp.Index(i).Child("name")
+		if msgs := validation.IsDNS1123Label(q.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, q.Name, msgs[0]))
+		}
+		if seen[q.Name] {
+			errs = append(errs, field.Duplicate(p, q.Name))
+		}
+		seen[q.Name] = true
+	}
+	found := false
+	for _, n := range knownPolicies {
+		found = found || n == c.Policy.Name
+	}
+	if !found {
+		errs = append(errs, field.NotSupported(field.NewPath("policy", "name"), c.Policy.Name, knownPolicies))
+	}
+	op := field.NewPath("overhead")
+	if c.Overhead.WriteBytesPerSecond <= 0 {
+		errs = append(errs, field.Invalid(op.Child("writeBytesPerSecond"), c.Overhead.WriteBytesPerSecond, "must be positive"))
+	}
+	if c.Overhead.ReadBytesPerSecond <= 0 {
+		errs = append(errs, field.Invalid(op.Child("readBytesPerSecond"), c.Overhead.ReadBytesPerSecond, "must be positive"))
+	}
+	for name, d := range map[string]int64{
+		"containerStart": int64(c.Overhead.ContainerStart.Duration),
+		"warmup":         int64(c.Overhead.Warmup.Duration),
+		"gracePeriod":    int64(c.Overhead.GracePeriod.Duration),
+	} {
+		if d < 0 {
+			errs = append(errs, field.Invalid(op.Child(name), d, "must not be negative"))
+		}
+	}
+	if c.Protection.MaxPreemptions < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("protection", "maxPreemptions"), c.Protection.MaxPreemptions, "must not be negative"))
+	}
+	if c.ScheduleInterval.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("scheduleInterval"), c.ScheduleInterval.Duration.String(), "must be positive"))
+	}
+	if c.Checkpoint.BoundaryDeadline.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("checkpoint", "boundaryDeadline"), c.Checkpoint.BoundaryDeadline.Duration.String(), "must be positive"))
+	}
+	if c.Checkpoint.NowDeadline.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("checkpoint", "nowDeadline"), c.Checkpoint.NowDeadline.Duration.String(), "must be positive"))
+	}
+	if c.GPUResource == "" {
+		errs = append(errs, field.Required(field.NewPath("gpuResource"), "names the GPU extended resource"))
+	}
+	return errs
+}
