@@ -42,7 +42,7 @@ type Hooks interface {
 // NopHooks ignores everything.
 type NopHooks struct{}
 
-func (NopHooks) Acked(Pod, protocol.CheckpointAck)   {}
+func (NopHooks) Acked(Pod, protocol.CheckpointAck) {}
 func (NopHooks) EpochEnded(Pod, protocol.Progress) {}
 
 // Error is a failed call: a code and a message for the caller.

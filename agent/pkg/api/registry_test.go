@@ -40,7 +40,10 @@ type podBuilder struct{ p Pod }
 func makePod(name string) *podBuilder {
 	return &podBuilder{Pod{UID: "uid-" + name, Namespace: "ns", Name: name}}
 }
-func (b *podBuilder) resume(e int32) *podBuilder { b.p.Resume = protocol.ResumePoint{Epoch: e, Path: "/ck"}; return b }
+func (b *podBuilder) resume(e int32) *podBuilder {
+	b.p.Resume = protocol.ResumePoint{Epoch: e, Path: "/ck"}
+	return b
+}
 func (b *podBuilder) request(id string, m protocol.Mode) *podBuilder {
 	b.p.Request = &protocol.CheckpointRequest{ID: id, Mode: m, Deadline: t0.Add(time.Minute)}
 	return b
@@ -106,7 +109,7 @@ func TestRegistrySequences(t *testing.T) {
 				{session: 1, call: done("r2", 1), want: protocol.ErrOutOfOrder}, // wrong id
 				{session: 1, call: done("r1", 1)},
 				{session: 1, call: done("r1", 1), want: protocol.ErrOutOfOrder}, // twice
-				{session: 1, call: wantPoll("")},                                   // reported: nothing pending for it
+				{session: 1, call: wantPoll("")},                                // reported: nothing pending for it
 				{session: 2, call: wantPoll("r1")},
 				{session: 2, call: done("r1", 1)},
 				{session: 2, call: wantPoll("")},
@@ -135,12 +138,12 @@ func TestRegistrySequences(t *testing.T) {
 		"register validation": {
 			pods: []Pod{makePod("a").obj(), makePod("b").obj()},
 			steps: []step{
-				{session: 1, call: register("ns/b", 0, 1), want: protocol.ErrForbidden},  // a's process names b
+				{session: 1, call: register("ns/b", 0, 1), want: protocol.ErrForbidden},                // a's process names b
 				{session: 1, pod: "uid-x", call: register("ns/x", 0, 1), want: protocol.ErrUnknownPod}, // not on this node
 				{session: 1, call: register("ns/a", 2, 2), want: protocol.ErrMalformed},
 				{session: 1, call: register("ns/a", 0, 0), want: protocol.ErrMalformed},
 				{session: 1, call: register("ns/a", 0, 2)},
-				{session: 2, call: register("ns/a", 1, 3), want: protocol.ErrMalformed}, // world differs
+				{session: 2, call: register("ns/a", 1, 3), want: protocol.ErrMalformed},  // world differs
 				{session: 3, call: register("ns/a", 0, 2), want: protocol.ErrOutOfOrder}, // rank taken
 			},
 		},
