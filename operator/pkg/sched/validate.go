@@ -35,12 +35,14 @@ func Validate(s *Snapshot, d Decisions) error {
 		}
 		for _, sl := range p {
 			n, ok := nodes[sl.Node]
-			switch {
-			case !ok:
+			if !ok {
 				fail("%s %s: unknown node %q", what, j.ID, sl.Node)
-			case n.Unschedulable:
+				continue
+			}
+			if n.Unschedulable {
 				fail("%s %s: node %q is unschedulable", what, j.ID, sl.Node)
-			case j.GPUModel != "" && n.GPUModel != j.GPUModel:
+			}
+			if j.GPUModel != "" && n.GPUModel != j.GPUModel {
 				fail("%s %s: node %q has GPU model %q, job needs %q", what, j.ID, sl.Node, n.GPUModel, j.GPUModel)
 			}
 		}

@@ -1,0 +1,142 @@
+package sched_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	ut "github.com/pickyman/pickyman/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+const propertyIterations = 500
+
+// freeBrute computes each node's free GPUs straight from the snapshot: GPUs - Used - the
+// holds of reservations.
+func freeBrute(s *sched.Snapshot) map[string]int32 {
+	ix := sched.NewIndex(s)
+	held := ix.ReservedOn()
+	free := make(map[string]int32, len(s.Nodes))
+	for _, n := range s.Nodes {
+		free[n.Name] = n.GPUs - n.Used - held[n.Name]
+	}
+	return free
+}
+
+// feasibleBrute reports whether j fits in free on the schedulable nodes of one model.
+func feasibleBrute(s *sched.Snapshot, free map[string]int32, j *sched.Job) bool {
+	workers := map[string]int32{}
+	for _, n := range s.Nodes {
+		if n.Unschedulable || (j.GPUModel != "" && n.GPUModel != j.GPUModel) || free[n.Name] <= 0 {
+			continue
+		}
+		workers[n.GPUModel] += free[n.Name] / j.GPUsPerWorker
+	}
+	for _, w := range workers {
+		if w >= j.Workers {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRandomSnapshotsAreConsistent(t *testing.T) {
+	for seed := uint64(0); seed < propertyIterations; seed++ {
+		r := rand.New(rand.NewPCG(seed, 1))
+		s := ut.RandomSnapshot(seed, ut.SmallRandom(r))
+		if err := sched.Validate(s, sched.Decisions{}); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for n, f := range freeBrute(s) {
+			if f < 0 {
+				t.Fatalf("seed %d: node %s over-committed by %d", seed, n, -f)
+			}
+		}
+	}
+}
+
+func TestPlaceGangProperties(t *testing.T) {
+	for seed := uint64(0); seed < propertyIterations; seed++ {
+		r := rand.New(rand.NewPCG(seed, 2))
+		s := ut.RandomSnapshot(seed, ut.SmallRandom(r))
+		free := freeBrute(s)
+		view := sched.NewView(s, nil)
+		for _, j := range s.Jobs {
+			if j.Phase != sched.Queued {
+				continue
+			}
+			pl, ok := view.PlaceGang(j)
+			if want := feasibleBrute(s, free, j); ok != want {
+				t.Fatalf("seed %d job %s %dx%d: PlaceGang ok = %v, brute force says %v", seed, j.ID, j.Workers, j.GPUsPerWorker, ok, want)
+			}
+			if !ok {
+				continue
+			}
+			d := sched.Decisions{Starts: []sched.Start{{JobID: j.ID, Placement: pl}}}
+			if len(j.Reserved) > 0 {
+				continue // its own hold makes a different start valid; covered by policies
+			}
+			if err := sched.Validate(s, d); err != nil {
+				t.Fatalf("seed %d: placement of %s invalid: %v", seed, j.ID, err)
+			}
+			again, _ := view.PlaceGang(j)
+			if len(again) != len(pl) || again[0] != pl[0] {
+				t.Fatalf("seed %d: PlaceGang not deterministic: %v then %v", seed, pl, again)
+			}
+		}
+	}
+}
+
+func TestFindVictimsMinimal(t *testing.T) {
+	for seed := uint64(0); seed < propertyIterations; seed++ {
+		r := rand.New(rand.NewPCG(seed, 3))
+		s := ut.RandomSnapshot(seed, ut.SmallRandom(r))
+		ix := sched.NewIndex(s)
+		view := sched.NewView(s, ix)
+		for _, q := range ix.Queued {
+			if len(q.Reserved) > 0 || len(ix.FreeingFor(q.ID)) > 0 {
+				continue
+			}
+			if _, ok := view.PlaceGang(q); ok {
+				continue
+			}
+			victims, pl, ok := view.FindVictims(q, ix.Running)
+			if !ok {
+				continue
+			}
+			d := sched.Decisions{Reservations: []sched.Reservation{{JobID: q.ID, Placement: pl}}}
+			for _, v := range victims {
+				d.Preemptions = append(d.Preemptions, sched.Preemption{JobID: v.ID, Mode: sched.SuspendNow, For: q.ID})
+			}
+			if err := sched.Validate(s, d); err != nil {
+				t.Fatalf("seed %d: victims for %s: %v", seed, q.ID, err)
+			}
+			// Minimal: without any one victim, q does not fit.
+			for skip := range victims {
+				free := freeBrute(s)
+				for i, v := range victims {
+					if i == skip {
+						continue
+					}
+					for _, sl := range v.Placement {
+						free[sl.Node] += sl.GPUs
+					}
+				}
+				if feasibleBrute(s, free, q) {
+					t.Fatalf("seed %d: victim %s of %s is not needed", seed, victims[skip].ID, q.ID)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkPlaceGang(b *testing.B) {
+	s := ut.RandomSnapshot(1, ut.RandomConfig{Nodes: 300, GPUsPerNode: 8, Running: 2000, Queued: 5000})
+	ix := sched.NewIndex(s)
+	view := sched.NewView(s, ix)
+	queued := ix.Queued
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		view.PlaceGang(queued[i%len(queued)])
+	}
+}
