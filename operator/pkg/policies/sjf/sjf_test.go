@@ -1,0 +1,67 @@
+package sjf_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	ut "github.com/pickyman/pickyman/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/policies/sjf"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+func TestSchedule(t *testing.T) {
+	a8 := ut.MakeNode("a", 8).Obj()
+	slot := func(n string, w, g int32) []sched.Slot { return []sched.Slot{{Node: n, Workers: w, GPUs: g}} }
+	cases := map[string]struct {
+		jobs []*sched.Job
+		want sched.Decisions
+	}{
+		"shortest service first": {
+			jobs: []*sched.Job{
+				ut.MakeJob("3h").GPUs(1, 4).Oracle(3*time.Hour, 3*time.Hour).Obj(),
+				ut.MakeJob("1h").GPUs(1, 4).Oracle(time.Hour, time.Hour).Obj(),
+				ut.MakeJob("2h").GPUs(1, 4).Oracle(2*time.Hour, 2*time.Hour).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{
+				{JobID: "1h", Placement: slot("a", 1, 4)},
+				{JobID: "2h", Placement: slot("a", 1, 4)},
+			}},
+		},
+		"a short job that does not fit does not block": {
+			jobs: []*sched.Job{
+				ut.MakeJob("x").GPUs(1, 4).Running("a").Obj(),
+				ut.MakeJob("short-big").GPUs(1, 8).Oracle(time.Minute, time.Minute).Obj(),
+				ut.MakeJob("long-small").GPUs(1, 2).Oracle(time.Hour, time.Hour).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "long-small", Placement: slot("a", 1, 2)}}},
+		},
+		"no preemption": {
+			jobs: []*sched.Job{
+				ut.MakeJob("x").GPUs(1, 8).Oracle(9*time.Hour, 9*time.Hour).Running("a").Obj(),
+				ut.MakeJob("short").GPUs(1, 8).Oracle(time.Minute, time.Minute).Obj(),
+			},
+		},
+		"unknown service sorts last": {
+			jobs: []*sched.Job{
+				ut.MakeJob("unknown").GPUs(1, 8).Obj(),
+				ut.MakeJob("known").GPUs(1, 8).Oracle(9*time.Hour, 9*time.Hour).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "known", Placement: slot("a", 1, 8)}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := ut.MakeSnapshot(ut.At(time.Hour)).Nodes(a8).Jobs(tc.jobs...).Obj()
+			got := sjf.New().Schedule(s)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Schedule (-want +got):\n%s", diff)
+			}
+			if err := sched.Validate(s, got); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
