@@ -12,6 +12,7 @@ import (
 
 	"github.com/pickyman/pickyman/operator/pkg/policies/fifo"
 	"github.com/pickyman/pickyman/operator/pkg/policies/kueue"
+	"github.com/pickyman/pickyman/operator/pkg/policies/pickyman"
 	"github.com/pickyman/pickyman/operator/pkg/policies/sjf"
 	"github.com/pickyman/pickyman/operator/pkg/policies/srtf"
 	"github.com/pickyman/pickyman/operator/pkg/policies/tiresias"
@@ -52,8 +53,10 @@ var registry = []struct {
 		return tiresias.New(tiresias.Options{Thresholds: th, StarveLimit: sl})
 	}},
 	{kueue.Name, func(params) (sched.Policy, error) { return kueue.New(), nil }},
-	// The pickyman policy registers here, on one line like the ones above:
-	// {pickyman.Name, func(p params) (sched.Policy, error) { ... }},
+	{pickyman.Name, func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name, p) }},
+	{pickyman.Name + "-blind", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-blind", p) }},
+	{pickyman.Name + "-oracle", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-oracle", p) }},
+	{pickyman.Name + "-now", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-now", p) }},
 }
 
 // New returns the named policy configured by opts.Params.

@@ -1,0 +1,119 @@
+package pickyman
+
+import (
+	"time"
+
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// divide looks for the victim group V_i of waiting job q among the running jobs not yet
+// assigned, and preempts it if it pays (design brief section 4, ordered division):
+//
+//   - a victim v costs cost_v = T_q + waste_v: the waiting job's remaining time T_q,
+//     during which v is suspended, plus v's own overhead (resume; checkpoint write or lost
+//     work and grace period), weighted for the GPU time it wastes; a victim whose boundary
+//     suspend is its end costs nothing;
+//   - victims are taken in ascending cost per freed GPU, cost_v / G_v, until the free GPUs
+//     and the freed ones make a gang placement for q; then every victim q does not need is
+//     dropped (reverse pass, sched.View.FindVictims);
+//   - the group is preempted only if the waiting time it saves q, the natural wait minus
+//     the time until the victims' GPUs are free (max s_v), exceeds Gain x the sum of the
+//     victims' costs.
+//
+// Within a class of candidates with the same GPU count the cost order is the same for
+// every q (T_q is common to all), so the classes are sorted once per cycle and each q
+// merges them lazily: a search costs O(victims scanned x classes), not a sort of all
+// running jobs.
+func (c *cycle) divide(q waiting) {
+	if !c.built {
+		c.build()
+	}
+	if len(c.cands) == 0 {
+		return
+	}
+	tq := q.rem.Seconds()
+	model := q.j.GPUModel
+	eligible := func(v *cand) bool {
+		return !v.taken && v.j.Priority <= q.j.Priority && (model == "" || v.model == model)
+	}
+	key := func(v *cand) float64 {
+		if v.finishing {
+			return 0
+		}
+		return (tq + v.waste) / float64(v.gpus)
+	}
+	heads := make([]int, len(c.classes))
+	next := func() *cand {
+		best := -1
+		var bestKey float64
+		for ci, cl := range c.classes {
+			for heads[ci] < len(cl) && !eligible(cl[heads[ci]]) {
+				heads[ci]++
+			}
+			if heads[ci] == len(cl) {
+				continue
+			}
+			if k := key(cl[heads[ci]]); best < 0 || k < bestKey {
+				best, bestKey = ci, k
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		v := c.classes[best][heads[best]]
+		heads[best]++
+		return v
+	}
+	// Take an ordered prefix, grow it until the victim search succeeds or nothing is left.
+	order := c.scratch[:0]
+	byJob := map[*sched.Job]*cand{}
+	var victims []*sched.Job
+	var placement []sched.Slot
+	ok := false
+	for limit := 64; ; limit *= 4 {
+		exhausted := false
+		for len(order) < limit {
+			v := next()
+			if v == nil {
+				exhausted = true
+				break
+			}
+			order = append(order, v.j)
+			byJob[v.j] = v
+		}
+		victims, placement, ok = c.plan.View.FindVictims(q.j, order)
+		if ok || exhausted {
+			break
+		}
+	}
+	c.scratch = order
+	if !ok || len(victims) == 0 {
+		return
+	}
+	// Benefit test.
+	var costSum float64
+	var groupDelay time.Duration
+	for _, vj := range victims {
+		v := byJob[vj]
+		if !v.finishing {
+			costSum += tq + v.waste
+		}
+		if v.delay > groupDelay {
+			groupDelay = v.delay
+		}
+	}
+	natural, freesUp := c.naturalWait(q.j)
+	if freesUp {
+		saving := (natural - groupDelay).Seconds()
+		if saving <= 0 || saving <= c.opts.Gain*costSum {
+			return
+		}
+	}
+	c.plan.Preempt(q.j, victims, placement, sched.SuspendBoundary, Reason)
+	for _, vj := range victims {
+		v := byJob[vj]
+		v.taken = true
+		c.chosen[vj.ID] = v
+	}
+	c.byEndStale = true
+}

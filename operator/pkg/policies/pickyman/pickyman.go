@@ -1,0 +1,148 @@
+package pickyman
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/pickyman/pickyman/operator/pkg/overhead"
+	"github.com/pickyman/pickyman/operator/pkg/predictor"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// Policy is the PickyMan policy. It learns from events (sched.Observer) and decides on
+// snapshots (sched.Policy); the operator and the simulator call both from one goroutine.
+type Policy struct {
+	opts Options
+	pred *predictor.Predictor
+	ovh  *overhead.Model
+}
+
+var (
+	_ sched.Policy   = (*Policy)(nil)
+	_ sched.Observer = (*Policy)(nil)
+)
+
+// New returns the policy configured by o.
+func New(o Options) *Policy {
+	o.defaults()
+	return &Policy{opts: o, pred: predictor.New(o.Store, o.Predictor), ovh: overhead.New(o.Overhead)}
+}
+
+// Name returns "pickyman" or "pickyman-<variant>".
+func (p *Policy) Name() string {
+	if p.opts.Variant == Full {
+		return Name
+	}
+	return Name + "-" + string(p.opts.Variant)
+}
+
+// Options returns the options in effect.
+func (p *Policy) Options() Options { return p.opts }
+
+// Predictor returns the execution-time predictor the policy learns with.
+func (p *Policy) Predictor() *predictor.Predictor { return p.pred }
+
+// Overhead returns the overhead model the policy learns with.
+func (p *Policy) Overhead() *overhead.Model { return p.ovh }
+
+// Observe implements sched.Observer: it feeds the predictor and the overhead model.
+func (p *Policy) Observe(ev sched.Event) {
+	p.pred.Observe(ev)
+	p.ovh.Observe(ev)
+}
+
+// PredictionErrors returns the relative errors of the execution times predicted at first
+// start (testbed/metrics.PredictionReporter).
+func (p *Policy) PredictionErrors() []float64 { return p.pred.PredictionErrors() }
+
+// OverheadErrors returns the relative errors of the predicted suspend delays and resume
+// overheads (testbed/metrics.OverheadReporter).
+func (p *Policy) OverheadErrors() []float64 { return p.ovh.OverheadErrors() }
+
+// waiting is a queued job with its sort key.
+type waiting struct {
+	j *sched.Job
+	// rem is the predicted remaining run time (T_q).
+	rem time.Duration
+	key time.Duration
+}
+
+// Schedule decides one cycle (design brief section 4, ordered division):
+//
+//  1. plan on the snapshot and start the jobs whose reservations are free;
+//  2. predict every job's remaining time;
+//  3. order the waiting jobs: priority class, then aged predicted remaining time;
+//  4. in that order, start each job that fits in the free GPUs (gang, best fit); for the
+//     first MaxConsidered that do not, look for a victim group among the running jobs not
+//     yet assigned and preempt it if it pays (divide);
+//  5. set each victim's suspend mode and record the overheads expected.
+func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
+	// 1. Plan; reservations first.
+	plan := sched.NewPlan(s)
+	plan.AdmitReserved()
+	// 2. Predict.
+	c := p.newCycle(s, plan)
+	// 3. Order.
+	queue := c.order(plan.Index.Queued)
+	// 4. Start and divide.
+	considered := 0
+	for _, w := range queue {
+		if len(c.cands) == 0 && plan.View.FreeGPUs("") == 0 {
+			break
+		}
+		if plan.Pending(w.j) {
+			continue
+		}
+		if plan.Admit(w.j) != sched.NoRoom {
+			continue
+		}
+		if considered >= p.opts.MaxConsidered {
+			continue
+		}
+		considered++
+		c.divide(w)
+	}
+	// 5. Modes and expectations.
+	d := plan.Decisions()
+	for i := range d.Preemptions {
+		pr := &d.Preemptions[i]
+		v := c.chosen[pr.JobID]
+		pr.Mode = v.mode
+		p.ovh.Expect(v.j, v.mode, v.est, s.Now)
+	}
+	return d
+}
+
+// order sorts the waiting jobs: higher priority first; within a priority, ascending key =
+// predicted remaining time - Aging x time waited; then arrival.
+func (c *cycle) order(queued []*sched.Job) []waiting {
+	out := make([]waiting, 0, len(queued))
+	for _, j := range queued {
+		rem := c.remaining(j)
+		waited := c.now.Sub(j.Submit) - ranFor(j)
+		if waited < 0 {
+			waited = 0
+		}
+		key := rem - time.Duration(c.opts.Aging*float64(waited))
+		out = append(out, waiting{j: j, rem: rem, key: key})
+	}
+	slices.SortFunc(out, func(a, b waiting) int {
+		if x := cmp.Compare(b.j.Priority, a.j.Priority); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(a.key, b.key); x != 0 {
+			return x
+		}
+		return sched.CompareArrival(a.j, b.j)
+	})
+	return out
+}
+
+// ranFor is the time a job has held GPUs (attained GPU service over its GPUs).
+func ranFor(j *sched.Job) time.Duration {
+	if g := j.GPUs(); g > 0 {
+		return j.Attained / time.Duration(g)
+	}
+	return 0
+}
