@@ -178,6 +178,12 @@ func newReader(rs io.ReadSeeker, name, path string, opts Options) (*reader, erro
 	if err != nil {
 		return nil, err
 	}
+	return startReader(rs, name, format, open, absolute, opts)
+}
+
+// startReader finds the submit base (for absolute formats) and opens the source.
+func startReader(rs io.ReadSeeker, name string, format Format, open openFunc, absolute bool, opts Options) (*reader, error) {
+	var err error
 	r := &reader{format: format, seed: opts.Seed, synth: format != FormatPickyman}
 	if absolute {
 		if !opts.Start.IsZero() {
