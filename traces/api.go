@@ -153,11 +153,11 @@ func readAll(r Reader) ([]Job, error) {
 		}
 		jobs = append(jobs, j)
 	}
-	slices.SortStableFunc(jobs, func(a, b Job) int {
+	slices.SortFunc(jobs, func(a, b Job) int {
 		if a.Submit != b.Submit {
 			return int(min(max(a.Submit-b.Submit, -1), 1))
 		}
-		return a.Line - b.Line
+		return a.Line - b.Line // unique per file: the sort is stable
 	})
 	return jobs, nil
 }

@@ -117,6 +117,9 @@ const timeLayout = "2006-01-02 15:04:05"
 // and returns the time as an offset from the Unix epoch.
 func parseTimestamp(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
+	if d, ok := parseLayoutFast(t); ok {
+		return d, nil
+	}
 	if tm, err := time.Parse(timeLayout, t); err == nil {
 		d := tm.Sub(time.Unix(0, 0))
 		if d > maxDuration || d < -maxDuration {
@@ -172,4 +175,31 @@ func parseSecondsExact(s string) (time.Duration, error) {
 		d = -d
 	}
 	return d, nil
+}
+
+// parseLayoutFast parses timeLayout without allocating; ok is false for anything else
+// (time.Parse then decides).
+func parseLayoutFast(t string) (time.Duration, bool) {
+	if len(t) != len(timeLayout) || t[4] != '-' || t[7] != '-' || t[10] != ' ' || t[13] != ':' || t[16] != ':' {
+		return 0, false
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range []byte(t[i : i+n]) {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, d, h, mi, s := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
+	if y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59 {
+		return 0, false
+	}
+	tm := time.Date(y, time.Month(mo), d, h, mi, s, 0, time.UTC)
+	if tm.Day() != d {
+		return 0, false
+	}
+	return tm.Sub(time.Unix(0, 0)), true
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
+func cmpDiff(want, got any, opts ...cmp.Option) string { return cmp.Diff(want, got, opts...) }
 
 // readRaw reads a trace held in memory with synthesis off, so a test sees exactly what the
 // reader took from the trace.
@@ -85,7 +85,7 @@ func (b *jobBuilder) prio(p int32, class string) *jobBuilder {
 	return b
 }
 func (b *jobBuilder) line(n int) *jobBuilder { b.j.Line = n; return b }
-func (b *jobBuilder) obj() Job              { return b.j }
+func (b *jobBuilder) obj() Job               { return b.j }
 
 const sec = time.Second
 

@@ -34,8 +34,8 @@ func TestReaders(t *testing.T) {
 				"6,1,500,100,bert,32,2500,0,25,1,2,3,0\n",
 			wantFormat: FormatMuri,
 			want: []Job{
-				job("6").gpus(1).submit(500 * time.Millisecond).dur(2500 * time.Millisecond).model("bert").prio(0, "low").line(3).obj(),
-				job("5").gpus(4).submit(1500 * time.Millisecond).dur(120 * sec).model("resnet50").prio(1, "high").line(2).obj(),
+				job("6").gpus(1).submit(500*time.Millisecond).dur(2500*time.Millisecond).model("bert").prio(0, "low").line(3).obj(),
+				job("5").gpus(4).submit(1500*time.Millisecond).dur(120*sec).model("resnet50").prio(1, "high").line(2).obj(),
 			},
 		},
 		"philly csv unsorted, counted from the earliest timestamp": {
@@ -83,9 +83,9 @@ func TestReaders(t *testing.T) {
 				"p4,6000,12288,2,1000,,Guaranteed,Failed,5,500,100\n",
 			wantFormat: FormatOpenB,
 			want: []Job{
-				job("p4").gpus(2).workers(1, 2).submit(5 * sec).dur(400 * sec).prio(1, "Guaranteed").status("Failed").line(6).obj(),
-				job("p0").gpus(1).workers(1, 1).submit(10 * sec).dur(990 * sec).prio(1, "LS").status("Running").line(2).obj(),
-				job("p1").gpus(8).workers(1, 8).submit(30 * sec).dur(2000 * sec).prio(0, "BE").gpuModel("V100M32").status("Succeeded").line(3).obj(),
+				job("p4").gpus(2).workers(1, 2).submit(5*sec).dur(400*sec).prio(1, "Guaranteed").status("Failed").line(6).obj(),
+				job("p0").gpus(1).workers(1, 1).submit(10*sec).dur(990*sec).prio(1, "LS").status("Running").line(2).obj(),
+				job("p1").gpus(8).workers(1, 8).submit(30*sec).dur(2000*sec).prio(0, "BE").gpuModel("V100M32").status("Succeeded").line(3).obj(),
 			},
 			wantSkipped: 2,
 		},

@@ -1,8 +1,6 @@
 package traces
 
 import (
-	"encoding/binary"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -131,24 +129,28 @@ func SplitWorkers(gpus int32) (workers, perWorker int32) {
 	return gpus, 1
 }
 
-// jobRand is the job's own random source: a PCG seeded by FNV-1a of the seed and the job ID,
-// so a job's synthesized fields do not depend on read order or on the other jobs.
-func jobRand(seed int64, id string) *rand.Rand {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	h.Write([]byte(id))
-	s := h.Sum64()
-	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+// jobDraws returns the job's own uniform draws in [0, 1): a PCG seeded by FNV-1a of the
+// seed and the job ID, so a job's synthesized fields do not depend on read order or on the
+// other jobs.
+func jobDraws(seed int64, id string) (uModel, uEpoch, uPrio float64) {
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for i := range 8 {
+		h = (h ^ uint64(byte(uint64(seed)>>(8*i)))) * prime64
+	}
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * prime64
+	}
+	pcg := rand.NewPCG(h, h^0x9e3779b97f4a7c15)
+	u := func() float64 { return float64(pcg.Uint64()>>11) / (1 << 53) }
+	return u(), u(), u()
 }
 
 // synthesize fills every field the trace left empty and flags it in j.Synthesized. The draws
 // happen in a fixed order whatever is missing, so a field's value depends only on the seed
 // and the job ID.
 func synthesize(j *Job, seed int64) {
-	rng := jobRand(seed, j.ID)
-	uModel, uEpoch, uPrio := rng.Float64(), rng.Float64(), rng.Float64()
+	uModel, uEpoch, uPrio := jobDraws(seed, j.ID)
 
 	if j.Model == "" {
 		j.Model = Models[int(uModel*float64(len(Models)))%len(Models)].Name
