@@ -14,10 +14,11 @@ func CompareArrival(a, b *Job) int {
 	return strings.Compare(a.ID, b.ID)
 }
 
-// Sorted returns a copy of jobs sorted by cmp (stable).
+// Sorted returns a copy of jobs sorted by cmp. cmp must be a total order (break ties by
+// ID, as CompareArrival does) so that the result does not depend on the input order.
 func Sorted(jobs []*Job, cmp func(a, b *Job) int) []*Job {
 	out := slices.Clone(jobs)
-	slices.SortStableFunc(out, cmp)
+	slices.SortFunc(out, cmp)
 	return out
 }
 
@@ -124,7 +125,7 @@ func (c Preemptive) Run(p *Plan) Decisions {
 			continue
 		}
 		p.Preempt(q, victims, placement, c.Mode, c.Reason)
-		cands = slices.DeleteFunc(cands, func(j *Job) bool { return p.Preempted(j.ID) })
+		cands = slices.DeleteFunc(cands, func(j *Job) bool { return slices.Contains(victims, j) })
 	}
 	return p.Decisions()
 }

@@ -184,32 +184,30 @@ func (v *View) FindVictims(q *Job, candidates []*Job) ([]*Job, []Slot, bool) {
 		}
 		return false
 	}
-	// shift changes free GPUs on the victim's nodes by sign and keeps caps current.
-	shift := func(j *Job, sign int32) {
-		for _, sl := range j.Placement {
-			i, ok := v.byName[sl.Node]
-			if !ok {
+	// Node indices of the chosen victims' slots, looked up once: flat[at[k]:at[k+1]].
+	var flat []int32
+	at := []int{0}
+	// shift changes free GPUs on the k-th chosen victim's nodes by sign and keeps caps
+	// current.
+	var chosen []*Job
+	shift := func(k int, sign int32) {
+		for si, i := range flat[at[k]:at[k+1]] {
+			if i < 0 {
 				continue
 			}
+			g := chosen[k].Placement[si].GPUs
 			n := &v.nodes[i]
 			if !n.sched || caps[n.group] < 0 {
-				v.add(i, sign*sl.GPUs)
+				v.add(i, sign*g)
 				continue
 			}
 			mx := v.groups[n.group].maxGPUs
-			before := clampFree(n, mx)
-			v.add(i, sign*sl.GPUs)
-			after := clampFree(n, mx)
-			if before < 0 {
-				before = 0
-			}
-			if after < 0 {
-				after = 0
-			}
+			before := max(clampFree(n, mx), 0)
+			v.add(i, sign*g)
+			after := max(clampFree(n, mx), 0)
 			caps[n.group] += int64(after/per) - int64(before/per)
 		}
 	}
-	var chosen []*Job
 	ok := feasible()
 	for _, c := range candidates {
 		if ok {
@@ -218,13 +216,21 @@ func (v *View) FindVictims(q *Job, candidates []*Job) ([]*Job, []Slot, bool) {
 		if c.Phase != Running {
 			continue
 		}
-		shift(c, +1)
+		for _, sl := range c.Placement {
+			i, known := v.byName[sl.Node]
+			if !known {
+				i = -1
+			}
+			flat = append(flat, i)
+		}
+		at = append(at, len(flat))
 		chosen = append(chosen, c)
+		shift(len(chosen)-1, +1)
 		ok = feasible()
 	}
 	if !ok {
-		for _, c := range chosen {
-			shift(c, -1)
+		for k := range chosen {
+			shift(k, -1)
 		}
 		return nil, nil, false
 	}
@@ -234,11 +240,11 @@ func (v *View) FindVictims(q *Job, candidates []*Job) ([]*Job, []Slot, bool) {
 		keep[i] = true
 	}
 	for i := len(chosen) - 2; i >= 0; i-- {
-		shift(chosen[i], -1)
+		shift(i, -1)
 		if feasible() {
 			keep[i] = false
 		} else {
-			shift(chosen[i], +1)
+			shift(i, +1)
 		}
 	}
 	victims := make([]*Job, 0, len(chosen))
@@ -248,8 +254,10 @@ func (v *View) FindVictims(q *Job, candidates []*Job) ([]*Job, []Slot, bool) {
 		}
 	}
 	placement, placed := v.PlaceGang(q)
-	for _, c := range victims {
-		shift(c, -1)
+	for i := range chosen {
+		if keep[i] {
+			shift(i, -1)
+		}
 	}
 	if !placed {
 		// Unreachable: worker capacity is exactly what PlaceGang needs.
