@@ -32,10 +32,21 @@ func (e *Engine) apply(t time.Duration, d *sched.Decisions) error {
 		if j.s.Phase != sched.Queued {
 			return fmt.Errorf("reservation for job %s in phase %s", j.s.ID, j.s.Phase)
 		}
-		if err := e.checkSlots(j, r.Placement, false); err != nil {
+		if err := e.checkSlots(j, r.Placement, nil); err != nil {
 			return fmt.Errorf("reservation for job %s: %w", j.s.ID, err)
 		}
 		e.reserve(j, t, r.Placement)
+	}
+	if len(d.Starts) == 0 {
+		return nil
+	}
+	// GPUs held out of the free GPUs by reservations (sched.Index.Hold): a reservation
+	// less the GPUs that jobs suspending for it still hold.
+	var ix *sched.Index
+	held := map[string]int32{}
+	if e.reservations > 0 {
+		ix = sched.NewIndex(&e.snap)
+		held = ix.ReservedOn()
 	}
 	for _, s := range d.Starts {
 		j, err := e.lookup(s.JobID)
@@ -45,8 +56,19 @@ func (e *Engine) apply(t time.Duration, d *sched.Decisions) error {
 		if j.s.Phase != sched.Queued {
 			return fmt.Errorf("start of job %s in phase %s", j.s.ID, j.s.Phase)
 		}
-		if err := e.checkSlots(j, s.Placement, true); err != nil {
+		var own []sched.Slot
+		if ix != nil {
+			own = ix.Hold(&j.s)
+		}
+		others := map[string]int32{}
+		for _, sl := range s.Placement {
+			others[sl.Node] = held[sl.Node] - sched.GPUsOn(own, sl.Node)
+		}
+		if err := e.checkSlots(j, s.Placement, others); err != nil {
 			return fmt.Errorf("start of job %s: %w", j.s.ID, err)
+		}
+		for _, sl := range own {
+			held[sl.Node] -= sl.GPUs
 		}
 		e.start(j, t, s.Placement)
 	}
@@ -69,8 +91,9 @@ func (e *Engine) lookup(id string) (*job, error) {
 
 // checkSlots checks that a placement is a valid gang placement for j: known nodes of the
 // right GPU model, whole workers on each node, the job's worker count; for a start also
-// that the GPUs are free and not reserved for another job.
-func (e *Engine) checkSlots(j *job, slots []sched.Slot, start bool) error {
+// that the GPUs are free and not held by reservations of other jobs (others, by node; nil
+// for a reservation).
+func (e *Engine) checkSlots(j *job, slots []sched.Slot, others map[string]int32) error {
 	var workers int32
 	for i, s := range slots {
 		ni, ok := e.nodeIndex[s.Node]
@@ -94,30 +117,18 @@ func (e *Engine) checkSlots(j *job, slots []sched.Slot, start bool) error {
 		if need > n.GPUs {
 			return fmt.Errorf("node %s: %d GPUs asked, node has %d", n.Name, need, n.GPUs)
 		}
-		if !start {
+		if others == nil {
 			continue
 		}
 		if n.Unschedulable {
 			return fmt.Errorf("node %s is unschedulable", n.Name)
 		}
-		free := n.GPUs - n.Used - (e.reservedOn[ni] - reservedBy(j, s.Node))
-		if need > free {
-			return fmt.Errorf("node %s: %d GPUs asked, %d free and not reserved for another job (used %d, reserved %d)", n.Name, need, free, n.Used, e.reservedOn[ni])
+		if free := n.GPUs - n.Used - others[s.Node]; need > free {
+			return fmt.Errorf("node %s: %d GPUs asked, %d free and not reserved for another job (used %d, reserved %d)", n.Name, need, free, n.Used, others[s.Node])
 		}
 	}
 	if workers != j.s.Workers {
 		return fmt.Errorf("placement has %d workers, job has %d", workers, j.s.Workers)
 	}
 	return nil
-}
-
-// reservedBy is the number of GPUs on node reserved for j.
-func reservedBy(j *job, node string) int32 {
-	var g int32
-	for _, s := range j.s.Reserved {
-		if s.Node == node {
-			g += s.GPUs
-		}
-	}
-	return g
 }

@@ -7,47 +7,20 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
-// validate checks decisions against the snapshot they were made on: no job decided on
-// twice in one kind of decision, and no job both started and preempted.
-func validate(s *sched.Snapshot, d *sched.Decisions) error {
-	started := map[string]bool{}
-	for _, st := range d.Starts {
-		if started[st.JobID] {
-			return fmt.Errorf("job %s started twice", st.JobID)
-		}
-		started[st.JobID] = true
-	}
-	preempted := map[string]bool{}
-	for _, p := range d.Preemptions {
-		if preempted[p.JobID] || started[p.JobID] {
-			return fmt.Errorf("job %s preempted twice or started and preempted", p.JobID)
-		}
-		preempted[p.JobID] = true
-	}
-	reserved := map[string]bool{}
-	for _, r := range d.Reservations {
-		if reserved[r.JobID] {
-			return fmt.Errorf("job %s reserved twice", r.JobID)
-		}
-		reserved[r.JobID] = true
-	}
-	return nil
-}
-
 // checkState checks the invariants after a cycle at time t: every node's used GPUs equal
-// the placements of the jobs that hold them and fit the node; GPUs held by running (not
-// suspending) jobs plus reservations fit the node; progress lies within [0, service].
+// the placements of the jobs that hold them and fit the node; used GPUs plus the GPUs
+// that reservations hold out of the free ones (sched.Index.ReservedOn) fit the node; progress lies within [0, service].
 func (e *Engine) checkState(t time.Duration) error {
 	used := make([]int32, len(e.nodes))
 	committed := make([]int32, len(e.nodes))
+	for node, g := range sched.NewIndex(&e.snap).ReservedOn() {
+		committed[e.nodeIndex[node]] += g
+	}
 	holders := make([]string, len(e.nodes))
 	queued, holding := 0, 0
 	for _, j := range e.active {
 		if j.finished {
 			continue
-		}
-		for _, s := range j.s.Reserved {
-			committed[e.nodeIndex[s.Node]] += s.GPUs
 		}
 		if j.s.Phase == sched.Queued {
 			queued++
@@ -61,9 +34,7 @@ func (e *Engine) checkState(t time.Duration) error {
 			ni := e.nodeIndex[s.Node]
 			used[ni] += s.GPUs
 			holders[ni] += " " + j.s.ID
-			if j.s.Phase == sched.Running {
-				committed[ni] += s.GPUs
-			}
+			committed[ni] += s.GPUs
 		}
 		if p := j.progressAt(t); p < 0 || p > j.work || j.p0 < 0 || j.ckpt < 0 || j.ckpt > j.work {
 			return fmt.Errorf("sim: at %v job %s has progress %v of %v (checkpoint %v)", t, j.s.ID, p, j.work, j.ckpt)
@@ -78,7 +49,7 @@ func (e *Engine) checkState(t time.Duration) error {
 			return fmt.Errorf("sim: at %v node %s is over-committed: %d of %d GPUs held by%s", t, n.Name, n.Used, n.GPUs, holders[i])
 		}
 		if committed[i] > n.GPUs {
-			return fmt.Errorf("sim: at %v node %s is over-committed counting reservations: %d of %d GPUs (holders%s, reserved %d)", t, n.Name, committed[i], n.GPUs, holders[i], e.reservedOn[i])
+			return fmt.Errorf("sim: at %v node %s is over-committed counting reservations: %d of %d GPUs (held by%s, %d reserved)", t, n.Name, committed[i], n.GPUs, holders[i], committed[i]-used[i])
 		}
 	}
 	if queued != e.queued || holding != e.holding {

@@ -36,10 +36,9 @@ type Engine struct {
 	observer sched.Observer
 	clock    Clock
 
-	nodes      []sched.Node
-	nodeIndex  map[string]int
-	reservedOn []int32 // GPUs reserved on each node
-	gpus       int32
+	nodes     []sched.Node
+	nodeIndex map[string]int
+	gpus      int32
 
 	jobs   []*job // every job of the trace, in submit order
 	byID   map[string]*job
@@ -53,6 +52,7 @@ type Engine struct {
 	idleTicks   int
 
 	queued, holding int   // jobs Queued; jobs Running or Suspending
+	reservations    int   // queued jobs with a reservation
 	used            int32 // GPUs held
 
 	series   *metrics.Series
@@ -83,14 +83,17 @@ func New(cluster traces.Cluster, jobs []traces.Job, policy sched.Policy, cfg Con
 	if len(e.nodes) == 0 {
 		return nil, fmt.Errorf("sim: cluster %q has no nodes", cluster.Source)
 	}
-	e.reservedOn = make([]int32, len(e.nodes))
 	e.jobs = make([]*job, len(jobs))
+	var maxNode int32
+	for i := range e.nodes {
+		maxNode = max(maxNode, e.nodes[i].GPUs)
+	}
 	e.byID = make(map[string]*job, len(jobs))
 	for i := range jobs {
 		if e.byID[jobs[i].ID] != nil {
 			return nil, fmt.Errorf("sim: job %q appears twice in the trace", jobs[i].ID)
 		}
-		e.jobs[i] = newJob(&jobs[i], &e.cfg)
+		e.jobs[i] = newJob(&jobs[i], &e.cfg, maxNode)
 		e.byID[jobs[i].ID] = e.jobs[i]
 	}
 	slices.SortStableFunc(e.jobs, func(a, b *job) int { return int(a.rec.Submit - b.rec.Submit) })
@@ -219,16 +222,19 @@ func (e *Engine) step(t time.Duration) error {
 		e.observe(sched.EventSubmitted, j, 0, 0)
 	}
 
-	// 3. Refresh the snapshot: drop finished jobs, update what running jobs report.
-	e.refresh(t)
-
-	// 4. Ask the policy.
-	e.cycles++
-	d := e.policy.Schedule(&e.snap)
+	// 3. Refresh the snapshot (drop finished jobs, update what running jobs report) and
+	// 4. ask the policy, unless no job waits: then there is nothing to start and nothing
+	// to preempt for, and the cycle is skipped.
+	var d sched.Decisions
+	if e.queued > 0 {
+		e.refresh(t)
+		e.cycles++
+		d = e.policy.Schedule(&e.snap)
+	}
 
 	// 5. Validate and carry out the decisions.
 	if e.cfg.Check {
-		if err := validate(&e.snap, &d); err != nil {
+		if err := sched.Validate(&e.snap, d); err != nil {
 			return fmt.Errorf("sim: policy %s at %v: invalid decisions: %w", e.policy.Name(), t, err)
 		}
 	}

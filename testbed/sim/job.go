@@ -50,7 +50,11 @@ type job struct {
 	finished bool
 }
 
-func newJob(tj *traces.Job, cfg *Config) *job {
+// newJob builds a job's state. A gang whose worker shape the trace did not give
+// (FieldWorkers synthesized) and whose worker does not fit the largest node (maxNode GPUs)
+// is reshaped into the fewest equal workers that fit: GPUsPerWorker becomes the largest
+// divisor of its GPUs that is at most maxNode.
+func newJob(tj *traces.Job, cfg *Config, maxNode int32) *job {
 	j := &job{work: tj.Duration, epochs: tj.Epochs}
 	if j.epochs <= 0 {
 		j.epochs = 1
@@ -67,6 +71,12 @@ func newJob(tj *traces.Job, cfg *Config) *job {
 	workers, per := tj.Workers, tj.GPUsPerWorker
 	if workers <= 0 || per <= 0 || workers*per != tj.GPUs {
 		workers, per = 1, tj.GPUs
+	}
+	if per > maxNode && maxNode > 0 && (tj.Synthesized.Has(traces.FieldWorkers) || tj.Workers <= 0) {
+		g := workers * per
+		for per = maxNode; per > 1 && g%per != 0; per-- {
+		}
+		workers = g / per
 	}
 	j.s = sched.Job{
 		ID:              tj.ID,

@@ -224,14 +224,9 @@ func (e *Engine) finish(j *job, t time.Duration) error {
 // but keeps its timeout, which runs from the job's first reservation.
 func (e *Engine) reserve(j *job, t time.Duration, slots []sched.Slot) {
 	had := j.s.Reserved != nil
-	for _, s := range j.s.Reserved {
-		e.reservedOn[e.nodeIndex[s.Node]] -= s.GPUs
-	}
 	j.s.Reserved = slices.Clone(slots)
-	for _, s := range slots {
-		e.reservedOn[e.nodeIndex[s.Node]] += s.GPUs
-	}
 	if !had {
+		e.reservations++
 		j.resGen++
 		j.resAt = t
 		e.q.push(event{at: t + e.cfg.ReservationTimeout, kind: evReservationTimeout, job: j, gen: j.resGen})
@@ -240,9 +235,7 @@ func (e *Engine) reserve(j *job, t time.Duration, slots []sched.Slot) {
 
 // release drops a job's reservation.
 func (e *Engine) release(j *job) {
-	for _, s := range j.s.Reserved {
-		e.reservedOn[e.nodeIndex[s.Node]] -= s.GPUs
-	}
+	e.reservations--
 	j.s.Reserved = nil
 	j.resGen++
 }

@@ -30,7 +30,10 @@ func (w *TraceJobWrapper) Gang(workers, perWorker int32) *TraceJobWrapper {
 func (w *TraceJobWrapper) Epochs(n int32) *TraceJobWrapper { w.Job.Epochs = n; return w }
 
 // Checkpoint sets the checkpoint size.
-func (w *TraceJobWrapper) Checkpoint(bytes int64) *TraceJobWrapper { w.CheckpointBytes = bytes; return w }
+func (w *TraceJobWrapper) Checkpoint(bytes int64) *TraceJobWrapper {
+	w.CheckpointBytes = bytes
+	return w
+}
 
 // Dataset sets the dataset size.
 func (w *TraceJobWrapper) Dataset(bytes int64) *TraceJobWrapper { w.DatasetBytes = bytes; return w }
