@@ -1,7 +1,230 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+	"github.com/pickyman/pickyman/testbed/report"
+	"github.com/pickyman/pickyman/testbed/sim"
+	"github.com/pickyman/pickyman/traces"
+)
+
+// simulateOptions are the flags of `pickyman simulate`.
+type simulateOptions struct {
+	trace    string
+	format   string
+	cluster  string
+	policies string
+	seed     int64
+	out      string
+	check    bool
+	ideal    bool
+	window   string
+	jobs     int
+	tick     time.Duration
+	noise    float64
+}
+
+// newSimulateCommand returns `pickyman simulate`: every policy on one trace, side by side.
 func newSimulateCommand() *cobra.Command {
-	return &cobra.Command{Use: "simulate", Short: "not built yet", Hidden: true}
+	o := simulateOptions{cluster: "32x8", seed: 1, out: "out/sim", tick: sim.DefaultConfig().Tick,
+		noise: sim.DefaultPhysics().NoiseSigma}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Simulate scheduling policies on a trace and write a side-by-side report",
+		Long: "Replay a trace on a cluster under each policy, concurrently, with the operator's own\n" +
+			"scheduling core and checkpoint-aware preemption physics (docs/simulator.md). Without\n" +
+			"--trace it uses the generated default trace. Writes results.json, jobs.csv and\n" +
+			"report.html to --out and prints the table.",
+		Example: "  pickyman simulate --out out/demo\n" +
+			"  pickyman simulate --trace ../shared/traces/tiresias/60_job.csv --cluster 16x4 --check --out out/t60\n" +
+			"  pickyman simulate --trace ../shared/traces/philly-adaptdl/philly.csv --cluster 64x8 --window 0:720h",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimulate(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.trace, "trace", o.trace, "trace file; empty uses the generated default trace")
+	f.StringVar(&o.format, "format", o.format, "trace format ("+traces.FormatNames()+"); empty detects it")
+	f.StringVar(&o.cluster, "cluster", o.cluster, "cluster: NODESxGPUS[:MODEL] pools joined by ',', or a cluster file")
+	f.StringVar(&o.policies, "policies", o.policies, "comma-separated policies; empty runs every registered one ("+strings.Join(policies.Names(), ",")+")")
+	f.Int64Var(&o.seed, "seed", o.seed, "seed for synthesized trace fields, the generated trace and overhead noise")
+	f.StringVar(&o.out, "out", o.out, "directory for results.json, jobs.csv and report.html")
+	f.BoolVar(&o.check, "check", o.check, "check invariants at every cycle (slower)")
+	f.BoolVar(&o.ideal, "ideal", o.ideal, "free preemption and no start cost, as most research simulators assume")
+	f.StringVar(&o.window, "window", o.window, "FROM:TO: only jobs submitted in [FROM, TO) (durations like 24h or seconds), shifted to start at 0")
+	f.IntVar(&o.jobs, "jobs", o.jobs, "only the first N jobs in submit order (0: all)")
+	f.DurationVar(&o.tick, "tick", o.tick, "scheduling interval while jobs wait")
+	f.Float64Var(&o.noise, "noise", o.noise, "sigma of the per-job lognormal noise on overheads and traffic (0: none)")
+	return cmd
+}
+
+func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cluster, err := traces.ParseCluster(o.cluster)
+	if err != nil {
+		return err
+	}
+	jobs, meta, err := loadJobs(o, cluster)
+	if err != nil {
+		return err
+	}
+	if jobs, err = selectJobs(jobs, o.window, o.jobs); err != nil {
+		return err
+	}
+	names := policies.Names()
+	if o.policies != "" {
+		names = strings.Split(o.policies, ",")
+	}
+	for i, n := range names {
+		names[i] = strings.TrimSpace(n)
+		if !slices.Contains(policies.Names(), names[i]) {
+			return fmt.Errorf("unknown policy %q (registered: %s)", names[i], strings.Join(policies.Names(), ", "))
+		}
+	}
+	cfg := sim.DefaultConfig()
+	cfg.Seed, cfg.Check, cfg.Tick = o.seed, o.check, o.tick
+	cfg.Physics.Ideal, cfg.Physics.NoiseSigma = o.ideal, o.noise
+	factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
+	cmp, err := sim.NewComparison(cluster, jobs, names, factory, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "simulating %d jobs on %s under %s\n", len(jobs), o.cluster, strings.Join(names, ", "))
+	stop := showProgress(stderr, cmp)
+	runs, err := cmp.Run(ctx)
+	stop()
+	if err != nil {
+		return err
+	}
+	for _, n := range cluster.Pools {
+		meta.GPUs += int32(n.Count) * n.GPUs
+	}
+	meta.Cluster, meta.Seed, meta.Ideal = o.cluster, o.seed, o.ideal
+	res, err := report.Write(o.out, meta, runs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, res.Table())
+	fmt.Fprintf(stderr, "wrote %s/results.json, jobs.csv and report.html\n", o.out)
+	return nil
+}
+
+// loadJobs reads the trace, or generates the default one.
+func loadJobs(o simulateOptions, cluster traces.Cluster) ([]traces.Job, report.Meta, error) {
+	if o.trace == "" {
+		cfg := traces.DefaultGenerateConfig()
+		cfg.Seed = o.seed
+		jobs := traces.Generate(cfg)
+		meta := report.Meta{Trace: fmt.Sprintf("generated (%d jobs, seed %d, load %.2f on %d GPUs)", cfg.Jobs, cfg.Seed, cfg.Load, cfg.ClusterGPUs),
+			Format: string(traces.FormatPickyman), SynthesizedFields: report.Synthesized(jobs)}
+		return jobs, meta, nil
+	}
+	opts := traces.Options{Format: traces.Format(o.format), Seed: o.seed}
+	r, err := traces.Open(o.trace, opts)
+	if err != nil {
+		return nil, report.Meta{}, err
+	}
+	format := r.Format()
+	r.Close()
+	jobs, err := traces.ReadAll(o.trace, opts)
+	if err != nil {
+		return nil, report.Meta{}, err
+	}
+	return jobs, report.Meta{Trace: o.trace, Format: string(format), SynthesizedFields: report.Synthesized(jobs)}, nil
+}
+
+// selectJobs applies --window and --jobs.
+func selectJobs(jobs []traces.Job, window string, n int) ([]traces.Job, error) {
+	slices.SortStableFunc(jobs, func(a, b traces.Job) int { return int(a.Submit - b.Submit) })
+	if window != "" {
+		from, to, ok := strings.Cut(window, ":")
+		if !ok {
+			return nil, fmt.Errorf("--window %q: want FROM:TO", window)
+		}
+		lo, err := parseOffset(from)
+		if err != nil {
+			return nil, fmt.Errorf("--window %q: %w", window, err)
+		}
+		hi, err := parseOffset(to)
+		if err != nil {
+			return nil, fmt.Errorf("--window %q: %w", window, err)
+		}
+		var in []traces.Job
+		for _, j := range jobs {
+			if j.Submit >= lo && j.Submit < hi {
+				j.Submit -= lo
+				in = append(in, j)
+			}
+		}
+		jobs = in
+	}
+	if n > 0 && n < len(jobs) {
+		jobs = jobs[:n]
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("no jobs to simulate")
+	}
+	return jobs, nil
+}
+
+// parseOffset reads a duration (24h, 90m) or a number of seconds.
+func parseOffset(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Duration(v * float64(time.Second)), nil
+	}
+	return time.ParseDuration(s)
+}
+
+// showProgress draws a progress bar per policy on w while the comparison runs, if w is a
+// terminal. The returned function stops it.
+func showProgress(w io.Writer, cmp *sim.Comparison) func() {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			draw(f, cmp)
+			select {
+			case <-done:
+				draw(f, cmp)
+				fmt.Fprintln(f)
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func draw(w io.Writer, cmp *sim.Comparison) {
+	var b strings.Builder
+	b.WriteString("\r")
+	for i, p := range cmp.Progress() {
+		const width = 10
+		n := int(p * width)
+		fmt.Fprintf(&b, "%s [%s%s] %3.0f%%  ", cmp.Names()[i], strings.Repeat("#", n), strings.Repeat(".", width-n), p*100)
+	}
+	fmt.Fprint(w, b.String())
 }
