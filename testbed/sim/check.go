@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pickyman/pickyman/operator/pkg/sched"
@@ -84,4 +85,29 @@ func (e *Engine) checkEnd() error {
 		return fmt.Errorf("sim: %d jobs submitted, %d finished or rejected", len(e.jobs), done)
 	}
 	return nil
+}
+
+// describe lists decisions briefly for error messages: "start b on node-0:4, ...".
+func describe(d *sched.Decisions) string {
+	var parts []string
+	slots := func(p []sched.Slot) string {
+		var s []string
+		for _, sl := range p {
+			s = append(s, fmt.Sprintf("%s:%d", sl.Node, sl.GPUs))
+		}
+		return strings.Join(s, "+")
+	}
+	for _, p := range d.Preemptions {
+		parts = append(parts, fmt.Sprintf("preempt %s (%s, for %q)", p.JobID, p.Mode, p.For))
+	}
+	for _, r := range d.Reservations {
+		parts = append(parts, fmt.Sprintf("reserve %s on %s", r.JobID, slots(r.Placement)))
+	}
+	for _, st := range d.Starts {
+		parts = append(parts, fmt.Sprintf("start %s on %s", st.JobID, slots(st.Placement)))
+	}
+	if len(parts) > 20 {
+		parts = append(parts[:20], fmt.Sprintf("and %d more", len(parts)-20))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -177,6 +177,11 @@ func (e *Engine) nextTime() (time.Duration, bool) {
 	for e.next < len(e.jobs) && e.jobs[e.next].rec.Rejected {
 		e.next++
 	}
+	// A tick that comes due with no job queued has nothing to do.
+	for e.q.Len() > 0 && e.queued == 0 && e.q.peek().kind == evTick {
+		e.q.pop()
+		e.tickPending = false
+	}
 	ok := false
 	var t time.Duration
 	if e.next < len(e.jobs) {
@@ -235,7 +240,7 @@ func (e *Engine) step(t time.Duration) error {
 	// 5. Validate and carry out the decisions.
 	if e.cfg.Check {
 		if err := sched.Validate(&e.snap, d); err != nil {
-			return fmt.Errorf("sim: policy %s at %v: invalid decisions: %w", e.policy.Name(), t, err)
+			return fmt.Errorf("sim: policy %s at %v: invalid decisions (%s): %w", e.policy.Name(), t, describe(&d), err)
 		}
 	}
 	if err := e.apply(t, &d); err != nil {
