@@ -1,6 +1,3 @@
-// Package fifo is the first-in-first-out baseline policy: jobs start in arrival order and
-// are never preempted; optionally, later jobs backfill GPUs the head of the queue cannot
-// use.
 package fifo
 
 import "github.com/pickyman/pickyman/operator/pkg/sched"
