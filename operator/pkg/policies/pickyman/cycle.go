@@ -23,6 +23,8 @@ type cycle struct {
 	cands   []*cand
 	classes [][]*cand
 	built   bool
+	// left counts the candidates not chosen yet.
+	left int
 	// chosen maps victim IDs to their candidate entry.
 	chosen map[string]*cand
 	// byEnd lists the running jobs not chosen as victims by predicted end, for the
@@ -132,6 +134,7 @@ func (c *cycle) build() {
 			}
 		}
 		c.cands = append(c.cands, v)
+		c.left++
 		if v.finishing {
 			finishing = append(finishing, v)
 		} else {

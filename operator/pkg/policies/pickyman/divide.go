@@ -34,7 +34,7 @@ func (c *cycle) divide(q waiting) {
 	tq := q.rem.Seconds()
 	model := q.j.GPUModel
 	eligible := func(v *cand) bool {
-		return !v.taken && v.j.Priority <= q.j.Priority && (model == "" || v.model == model)
+		return !v.taken && (c.opts.FlatPriority || v.j.Priority <= q.j.Priority) && (model == "" || v.model == model)
 	}
 	key := func(v *cand) float64 {
 		if v.finishing {
@@ -66,7 +66,7 @@ func (c *cycle) divide(q waiting) {
 	}
 	// Take an ordered prefix, grow it until the victim search succeeds or nothing is left.
 	order := c.scratch[:0]
-	byJob := map[*sched.Job]*cand{}
+	var picked []*cand // picked[i] is the candidate of order[i]
 	var victims []*sched.Job
 	var placement []sched.Slot
 	ok := false
@@ -79,7 +79,7 @@ func (c *cycle) divide(q waiting) {
 				break
 			}
 			order = append(order, v.j)
-			byJob[v.j] = v
+			picked = append(picked, v)
 		}
 		victims, placement, ok = c.plan.View.FindVictims(q.j, order)
 		if ok || exhausted {
@@ -90,11 +90,18 @@ func (c *cycle) divide(q waiting) {
 	if !ok || len(victims) == 0 {
 		return
 	}
+	// Victims come back in candidate order: map them to their entries.
+	group := make([]*cand, 0, len(victims))
+	for i, k := 0, 0; i < len(order) && k < len(victims); i++ {
+		if order[i] == victims[k] {
+			group = append(group, picked[i])
+			k++
+		}
+	}
 	// Benefit test.
 	var costSum float64
 	var groupDelay time.Duration
-	for _, vj := range victims {
-		v := byJob[vj]
+	for _, v := range group {
 		if !v.finishing {
 			costSum += tq + v.waste
 		}
@@ -110,10 +117,10 @@ func (c *cycle) divide(q waiting) {
 		}
 	}
 	c.plan.Preempt(q.j, victims, placement, sched.SuspendBoundary, Reason)
-	for _, vj := range victims {
-		v := byJob[vj]
+	for _, v := range group {
 		v.taken = true
-		c.chosen[vj.ID] = v
+		c.left--
+		c.chosen[v.j.ID] = v
 	}
 	c.byEndStale = true
 }

@@ -31,7 +31,9 @@ const Name = "pickyman"
 // Reason is the preemption reason the policy reports.
 const Reason = "OrderedDivision"
 
-// Options configure the policy. Zero fields take the defaults of DefaultOptions.
+// Options configure the policy; start from DefaultOptions. New replaces the fields whose zero
+// value is meaningless (MaxConsidered, Unknown, Budget, Gain, Predictor, Overhead) with their
+// defaults.
 type Options struct {
 	Variant Variant
 	// MaxConsidered bounds how many waiting jobs that do not fit get a victim search per
@@ -54,6 +56,9 @@ type Options struct {
 	// Gain is how many times the cost of a victim group the waiting time it saves must
 	// exceed before the group is preempted.
 	Gain float64
+	// FlatPriority treats every priority class alike: the queue order ignores classes and
+	// any job may preempt any other. Off by default (classes are strict).
+	FlatPriority bool
 	// Predictor, Overhead and Store configure the learning parts; a nil Store is an
 	// in-memory profile database.
 	Predictor predictor.Config
@@ -155,6 +160,13 @@ func FromParams(name string, params map[string]string) (*Policy, error) {
 	num("budget", func(f float64) { o.Budget = int32(f) })
 	num("gpucost", func(f float64) { o.GPUCostWeight = f })
 	num("gain", func(f float64) { o.Gain = f })
+	if v, ok := take("flatpriority"); ok && err == nil {
+		b, e := strconv.ParseBool(v)
+		if e != nil {
+			err = fmt.Errorf("parameter flatpriority=%q: want true or false", v)
+		}
+		o.FlatPriority = b
+	}
 	if v, ok := take("smoothing"); ok && err == nil {
 		switch predictor.SmoothingKind(v) {
 		case predictor.SmoothMedian, predictor.SmoothEWMA:

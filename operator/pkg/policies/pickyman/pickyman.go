@@ -88,7 +88,7 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 4. Start and divide.
 	considered := 0
 	for _, w := range queue {
-		if len(c.cands) == 0 && plan.View.FreeGPUs("") == 0 {
+		if c.built && c.left == 0 && plan.View.FreeGPUs("") == 0 {
 			break
 		}
 		if plan.Pending(w.j) {
@@ -128,8 +128,10 @@ func (c *cycle) order(queued []*sched.Job) []waiting {
 		out = append(out, waiting{j: j, rem: rem, key: key})
 	}
 	slices.SortFunc(out, func(a, b waiting) int {
-		if x := cmp.Compare(b.j.Priority, a.j.Priority); x != 0 {
-			return x
+		if !c.opts.FlatPriority {
+			if x := cmp.Compare(b.j.Priority, a.j.Priority); x != 0 {
+				return x
+			}
 		}
 		if x := cmp.Compare(a.key, b.key); x != 0 {
 			return x

@@ -1,0 +1,187 @@
+package pickyman
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	itesting "github.com/pickyman/pickyman/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+func TestSchedule(t *testing.T) {
+	const h = time.Hour
+	node := func(n string) sched.Node { return itesting.MakeNode(n, 4).Obj() }
+	tests := map[string]struct {
+		opts  func(*Options)
+		nodes []sched.Node
+		jobs  []*sched.Job
+		want  sched.Decisions
+	}{
+		"starts what fits, best fit": {
+			nodes: []sched.Node{node("a"), node("b")},
+			jobs: []*sched.Job{
+				epochJob("r1", "a", 3, h, 10, 1, 0).Obj(),
+				waitingJob("q1", 1, 1, h).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "q1", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 1}}}}},
+		},
+		"short job preempts a long one, now early in its epoch": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				epochJob("long", "a", 4, h, 20, 2, 5*time.Minute).Obj(),
+				waitingJob("short", 1, 4, 10*time.Minute).Obj(),
+			},
+			want: sched.Decisions{
+				Preemptions:  []sched.Preemption{{JobID: "long", Mode: sched.SuspendNow, For: "short", Reason: Reason}},
+				Reservations: []sched.Reservation{{JobID: "short", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}},
+			},
+		},
+		"late in its epoch the victim runs on to the boundary": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				epochJob("long", "a", 4, h, 20, 2, 55*time.Minute).Obj(),
+				waitingJob("short", 1, 4, 10*time.Minute).Obj(),
+			},
+			want: sched.Decisions{
+				Preemptions:  []sched.Preemption{{JobID: "long", Mode: sched.SuspendBoundary, For: "short", Reason: Reason}},
+				Reservations: []sched.Reservation{{JobID: "short", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}},
+			},
+		},
+		"the now ablation suspends now even late in the epoch": {
+			opts:  func(o *Options) { o.Variant = Now },
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				epochJob("long", "a", 4, h, 20, 2, 55*time.Minute).Obj(),
+				waitingJob("short", 1, 4, 10*time.Minute).Obj(),
+			},
+			want: sched.Decisions{
+				Preemptions:  []sched.Preemption{{JobID: "long", Mode: sched.SuspendNow, For: "short", Reason: Reason}},
+				Reservations: []sched.Reservation{{JobID: "short", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}},
+			},
+		},
+		"a long job does not preempt a short one": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				epochJob("short", "a", 4, 10*time.Minute, 5, 2, time.Minute).Obj(),
+				waitingJob("long", 1, 4, 20*h).Obj(),
+			},
+		},
+		"victims by cost per freed GPU: the smaller checkpoint resumes faster": {
+			nodes: []sched.Node{node("a"), node("b")},
+			jobs: []*sched.Job{
+				func() *sched.Job {
+					j := epochJob("dear", "a", 4, h, 20, 2, 5*time.Minute).Obj()
+					j.CheckpointBytes = 200e9
+					return j
+				}(),
+				epochJob("cheap", "b", 4, h, 20, 2, 5*time.Minute).Obj(),
+				waitingJob("q", 1, 4, 10*time.Minute).Obj(),
+			},
+			want: sched.Decisions{
+				Preemptions:  []sched.Preemption{{JobID: "cheap", Mode: sched.SuspendNow, For: "q", Reason: Reason}},
+				Reservations: []sched.Reservation{{JobID: "q", Placement: []sched.Slot{{Node: "b", Workers: 1, GPUs: 4}}}},
+			},
+		},
+		"a victim that ends anyway as soon as it would free its GPUs is left alone": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				epochJob("ending", "a", 4, h, 10, 9, 50*time.Minute).Obj(),
+				waitingJob("q", 1, 4, 10*time.Minute).Obj(),
+			},
+		},
+		"protected: recently started, over budget, higher priority": {
+			nodes: []sched.Node{node("a"), node("b"), node("c")},
+			jobs: []*sched.Job{
+				epochJob("recent", "a", 4, h, 20, 2, 5*time.Minute).Started(now.Add(-time.Minute)).Obj(),
+				func() *sched.Job {
+					j := epochJob("budget", "b", 4, h, 20, 2, 5*time.Minute).Obj()
+					j.Preemptions = 4
+					return j
+				}(),
+				epochJob("high", "c", 4, h, 20, 2, 5*time.Minute).Priority(1).Obj(),
+				waitingJob("q", 1, 4, 10*time.Minute).Obj(),
+			},
+		},
+		"higher priority is served first": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				waitingJob("low-short", 1, 4, time.Minute).Obj(),
+				waitingJob("high-long", 1, 4, 10*h).Priority(1).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "high-long", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
+		"shorter predicted remaining time is served first": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				waitingJob("long", 1, 4, 10*h).Obj(),
+				waitingJob("short", 1, 4, h).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "short", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
+		"aging: a long job that waited long enough goes first": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				waitingJob("old-long", 1, 4, 10*h).Submit(now.Add(-30 * h)).Obj(),
+				waitingJob("new-short", 1, 4, h).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "old-long", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
+		"gang across nodes: two victims, the unneeded third dropped": {
+			nodes: []sched.Node{node("a"), node("b"), node("c")},
+			jobs: []*sched.Job{
+				epochJob("v1", "a", 4, h, 20, 2, 5*time.Minute).Obj(),
+				epochJob("v2", "b", 4, h, 20, 2, 6*time.Minute).Obj(),
+				epochJob("v3", "c", 2, h, 20, 2, 7*time.Minute).Obj(),
+				waitingJob("q", 2, 4, 10*time.Minute).Obj(),
+			},
+			want: sched.Decisions{
+				Preemptions: []sched.Preemption{
+					{JobID: "v1", Mode: sched.SuspendNow, For: "q", Reason: Reason},
+					{JobID: "v2", Mode: sched.SuspendNow, For: "q", Reason: Reason},
+				},
+				Reservations: []sched.Reservation{{JobID: "q", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}, {Node: "b", Workers: 1, GPUs: 4}}}},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := itesting.MakeSnapshot(now).Nodes(tc.nodes...).Jobs(tc.jobs...).Obj()
+			o := DefaultOptions()
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
+			got := New(o).Schedule(s)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Schedule (-want +got):\n%s", diff)
+			}
+			if err := sched.Validate(s, got); err != nil {
+				t.Errorf("invalid decisions: %v", err)
+			}
+		})
+	}
+}
+
+func TestFromParams(t *testing.T) {
+	params := map[string]string{"aging": "0.25", "protect": "5m", "budget": "2", "smoothing": "ewma", "other": "x"}
+	p, err := FromParams("pickyman-now", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p.Options()
+	if p.Name() != "pickyman-now" || o.Variant != Now || o.Aging != 0.25 || o.Protect != 5*time.Minute || o.Budget != 2 || o.Predictor.Smoothing != "ewma" {
+		t.Errorf("options = %+v, name %q", o, p.Name())
+	}
+	if diff := cmp.Diff(map[string]string{"other": "x"}, params); diff != "" {
+		t.Errorf("unread parameters (-want +got):\n%s", diff)
+	}
+	for _, bad := range []map[string]string{{"aging": "x"}, {"protect": "soon"}, {"smoothing": "mean"}} {
+		if _, err := FromParams(Name, bad); err == nil {
+			t.Errorf("FromParams accepted %v", bad)
+		}
+	}
+	if _, err := FromParams("pickyman-psychic", map[string]string{}); err == nil {
+		t.Error("FromParams accepted an unknown variant")
+	}
+}
