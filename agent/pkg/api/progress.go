@@ -60,6 +60,9 @@ func (r *Registry) progress(st *podState) protocol.Progress {
 		if rk.epoch >= 0 {
 			p.Epoch = rk.epoch
 		}
+		if rk.inEpoch {
+			p.EpochStart = rk.epochStart.UTC()
+		}
 		p.EpochsDone = rk.next(st.pod.Resume.Epoch)
 	}
 	// Reported bytes are exact; the namespace counters are the fallback.

@@ -333,8 +333,10 @@ func (r *Registry) CheckpointDone(c Caller, id string, epoch int32, path string,
 		err = errf(protocol.ErrMalformed, "negative bytes or seconds")
 	case req.Mode == protocol.ModeBoundary && rk.inEpoch:
 		err = errf(protocol.ErrOutOfOrder, "boundary checkpoint reported inside epoch %d; end the epoch first", rk.epoch)
-	case epoch != rk.next(st.pod.Resume.Epoch):
-		err = errf(protocol.ErrOutOfOrder, "checkpoint resumes from epoch %d, but the next epoch is %d", epoch, rk.next(st.pod.Resume.Epoch))
+	case req.Mode == protocol.ModeBoundary && epoch != rk.next(st.pod.Resume.Epoch):
+		err = errf(protocol.ErrOutOfOrder, "boundary checkpoint resumes from epoch %d, but the next epoch is %d", epoch, rk.next(st.pod.Resume.Epoch))
+	case req.Mode == protocol.ModeNow && (epoch > rk.next(st.pod.Resume.Epoch) || epoch < st.pod.Resume.Epoch):
+		err = errf(protocol.ErrOutOfOrder, "checkpoint resumes from epoch %d, outside %d..%d", epoch, st.pod.Resume.Epoch, rk.next(st.pod.Resume.Epoch))
 	}
 	if err != nil {
 		r.mu.Unlock()
@@ -410,4 +412,15 @@ func lowestRank(st *podState) *rankState {
 		}
 	}
 	return low
+}
+
+// Pod returns the registry's view of a pod.
+func (r *Registry) Pod(uid string) (Pod, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.pods[uid]
+	if !ok {
+		return Pod{}, false
+	}
+	return st.pod, true
 }

@@ -76,6 +76,9 @@ type Progress struct {
 	// Epoch is the epoch in progress (or last begun); EpochsDone counts completed epochs.
 	Epoch      int32 `json:"epoch"`
 	EpochsDone int32 `json:"epochsDone"`
+	// EpochStart is when the epoch in progress began (zero between epochs); with
+	// EpochSeconds it gives the phase f of the overhead model (brief section 4).
+	EpochStart time.Time `json:"epochStart,omitzero"`
 	// EpochSeconds is the duration of the last completed epoch, 0 if none.
 	EpochSeconds float64 `json:"epochSeconds,omitempty"`
 	// ReadBytes is the storage bytes received since the pod started; ReadRate is the

@@ -1,0 +1,256 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pickyman/pickyman/agent/pkg/api"
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+)
+
+// NodeNameField is the pod field the agent selects on; a cached client needs an index on it.
+const NodeNameField = "spec.nodeName"
+
+// Coordinator syncs one node's pods with a registry.
+type Coordinator struct {
+	Client   client.Client
+	Node     string
+	Registry *api.Registry
+	Clock    clock.Clock
+	Log      logr.Logger
+	// Resync is the period of full lists (default 2s).
+	Resync time.Duration
+	// Counter reads a process's receive counter; nil disables traffic sampling.
+	Counter api.CounterFunc
+
+	mu       sync.Mutex
+	pending  map[types.NamespacedName]map[string]string // annotations to write, by pod
+	lastProg map[string]time.Time                       // last progress patch, by UID
+	wake     chan struct{}
+}
+
+var _ api.Hooks = (*Coordinator)(nil)
+
+func (c *Coordinator) init() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = map[types.NamespacedName]map[string]string{}
+		c.lastProg = map[string]time.Time{}
+		c.wake = make(chan struct{}, 1)
+	}
+}
+
+// Sync lists the node's pods and updates the registry: new and changed pods are set, pods
+// that are gone, finished or deleting are removed.
+func (c *Coordinator) Sync(ctx context.Context) error {
+	c.init()
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods, client.MatchingFields{NodeNameField: c.Node}); err != nil {
+		return fmt.Errorf("list pods of node %s: %w", c.Node, err)
+	}
+	seen := map[string]bool{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != c.Node || p.DeletionTimestamp != nil ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		seen[string(p.UID)] = true
+		c.Registry.SetPod(FromPod(c.Log, p))
+	}
+	for _, uid := range c.Registry.PodUIDs() {
+		if !seen[uid] {
+			c.Registry.RemovePod(uid)
+		}
+	}
+	return nil
+}
+
+// FromPod reads the registry's view of a pod from its annotations; an annotation that does
+// not parse is logged and ignored.
+func FromPod(log logr.Logger, p *corev1.Pod) api.Pod {
+	out := api.Pod{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name}
+	a := p.Annotations
+	if v, ok := a[protocol.AnnotationCheckpointRequest]; ok {
+		var req protocol.CheckpointRequest
+		if err := json.Unmarshal([]byte(v), &req); err != nil || req.ID == "" || !req.Mode.Valid() {
+			log.Info("ignoring a malformed checkpoint request", "pod", out.Key(), "value", v, "error", err)
+		} else {
+			out.Request = &req
+		}
+	}
+	if v, ok := a[protocol.AnnotationCheckpointAck]; ok {
+		var ack protocol.CheckpointAck
+		if err := json.Unmarshal([]byte(v), &ack); err == nil {
+			out.AckedID = ack.RequestID
+		}
+	}
+	if v, ok := a[protocol.AnnotationResumeFrom]; ok {
+		var rp protocol.ResumePoint
+		if err := json.Unmarshal([]byte(v), &rp); err != nil || rp.Epoch < 0 {
+			log.Info("ignoring a malformed resume point", "pod", out.Key(), "value", v, "error", err)
+		} else {
+			out.Resume = rp
+		}
+	}
+	return out
+}
+
+// Acked implements api.Hooks: the acknowledgement and the progress are queued for writing.
+func (c *Coordinator) Acked(p api.Pod, ack protocol.CheckpointAck) {
+	c.queue(p, protocol.AnnotationCheckpointAck, ack)
+	if prog, ok := c.Registry.Progress(p.UID); ok {
+		c.queue(p, protocol.AnnotationProgress, prog)
+	}
+}
+
+// EpochEnded implements api.Hooks.
+func (c *Coordinator) EpochEnded(p api.Pod, prog protocol.Progress) {
+	c.queue(p, protocol.AnnotationProgress, prog)
+}
+
+func (c *Coordinator) queue(p api.Pod, key string, v any) {
+	c.init()
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.Log.Error(err, "encode annotation", "key", key)
+		return
+	}
+	c.mu.Lock()
+	nn := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	if c.pending[nn] == nil {
+		c.pending[nn] = map[string]string{}
+	}
+	c.pending[nn][key] = string(b)
+	if key == protocol.AnnotationProgress {
+		c.lastProg[p.UID] = c.Clock.Now()
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Flush writes the queued annotations, one merge patch per pod. Patches that fail stay
+// queued (unless the pod is gone) and are retried by the next Flush.
+func (c *Coordinator) Flush(ctx context.Context) error {
+	c.init()
+	c.mu.Lock()
+	work := c.pending
+	c.pending = map[types.NamespacedName]map[string]string{}
+	c.mu.Unlock()
+	var firstErr error
+	for nn, ann := range work {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+		pod := &corev1.Pod{}
+		pod.Namespace, pod.Name = nn.Namespace, nn.Name
+		err := c.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+		if err == nil || client.IgnoreNotFound(err) == nil {
+			continue
+		}
+		if firstErr == nil {
+			firstErr = fmt.Errorf("patch pod %s: %w", nn, err)
+		}
+		c.mu.Lock()
+		for k, v := range ann {
+			if _, newer := c.pending[nn][k]; !newer {
+				if c.pending[nn] == nil {
+					c.pending[nn] = map[string]string{}
+				}
+				c.pending[nn][k] = v
+			}
+		}
+		c.mu.Unlock()
+	}
+	return firstErr
+}
+
+// refreshProgress samples traffic and queues the progress of pods whose last progress patch
+// is older than protocol.ProgressInterval.
+func (c *Coordinator) refreshProgress() {
+	if c.Counter != nil {
+		c.Registry.SampleTraffic(c.Counter)
+	}
+	now := c.Clock.Now()
+	for _, uid := range c.Registry.PodUIDs() {
+		c.mu.Lock()
+		last := c.lastProg[uid]
+		c.mu.Unlock()
+		if now.Sub(last) < protocol.ProgressInterval {
+			continue
+		}
+		prog, ok := c.Registry.Progress(uid)
+		pod, known := c.Registry.Pod(uid)
+		if ok && known {
+			c.queue(pod, protocol.AnnotationProgress, prog)
+		}
+	}
+}
+
+// Run syncs, flushes and samples until ctx ends. With a client that can watch, pod events
+// trigger a sync at once; otherwise changes are seen within Resync.
+func (c *Coordinator) Run(ctx context.Context) error {
+	c.init()
+	resync := c.Resync
+	if resync <= 0 {
+		resync = 2 * time.Second
+	}
+	events := make(chan struct{}, 1)
+	if wc, ok := c.Client.(client.WithWatch); ok {
+		go c.watch(ctx, wc, events)
+	}
+	tick := c.Clock.NewTicker(resync)
+	defer tick.Stop()
+	for {
+		if err := c.Sync(ctx); err != nil && ctx.Err() == nil {
+			c.Log.Error(err, "sync")
+		}
+		c.refreshProgress()
+		if err := c.Flush(ctx); err != nil && ctx.Err() == nil {
+			c.Log.Error(err, "write annotations")
+		}
+		select {
+		case <-ctx.Done():
+			// Write what is queued (acknowledgements) before leaving.
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return c.Flush(fctx)
+		case <-tick.C():
+		case <-events:
+		case <-c.wake:
+		}
+	}
+}
+
+// watch signals events on pod changes of the node, re-establishing the watch on errors.
+func (c *Coordinator) watch(ctx context.Context, wc client.WithWatch, events chan<- struct{}) {
+	for ctx.Err() == nil {
+		w, err := wc.Watch(ctx, &corev1.PodList{}, client.MatchingFields{NodeNameField: c.Node})
+		if err != nil {
+			c.Log.V(1).Info("pod watch failed; relying on resync", "error", err)
+			select {
+			case <-ctx.Done():
+			case <-c.Clock.After(10 * time.Second):
+			}
+			continue
+		}
+		for range w.ResultChan() {
+			select {
+			case events <- struct{}{}:
+			default:
+			}
+		}
+		w.Stop()
+	}
+}

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Example PyTorch DDP training that cooperates with the PickyMan agent.
+
+Run with torchrun, for example on CPU with two workers:
+
+    PICKYMAN_AGENT_SOCKET=/var/run/pickyman/agent.sock PICKYMAN_POD=ns/pod \\
+      torchrun --standalone --nproc_per_node=2 train_ddp.py --epochs 5 --ckpt-dir /ckpt
+
+It trains a small MLP on synthetic data (generated from a seed per epoch, step and rank, so a
+resumed run sees the same data as an uninterrupted one), reports every epoch to the agent,
+and watches for checkpoint requests:
+
+- mode "boundary": finish the current epoch, save, acknowledge, exit 143;
+- mode "now": save at the next step (the partial epoch is lost), acknowledge, exit 143.
+
+Rank 0 asks the agent; its decision reaches every rank by a broadcast, so all ranks stop at the
+same step. A run that completes every epoch exits 0. On start each rank asks the agent where to
+resume from and loads that checkpoint.
+
+Each notable moment is printed as a line "PICKYMAN_EVENT <json>" (with wall-clock time t) for
+tests and logs.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+T_START = time.time()
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pickyman_agent import EXIT_DONE, EXIT_SUSPENDED, MODE_NOW, Client, pod_from_env  # noqa: E402
+
+NONE, BOUNDARY, NOW = 0, 1, 2
+
+
+def event(name, **kw):
+    kw.update(event=name, t=time.time(), rank=int(os.environ.get("RANK", "0")))
+    print("PICKYMAN_EVENT " + json.dumps(kw, sort_keys=True), flush=True)
+
+
+def param_hash(model):
+    h = hashlib.sha256()
+    for p in model.state_dict().values():
+        h.update(p.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def batch(args, epoch, step, rank):
+    g = torch.Generator().manual_seed((epoch * 1_000_003 + step) * 131 + rank)
+    x = torch.randn(args.batch, args.dim, generator=g)
+    y = (x[:, : args.classes].argmax(dim=1) + epoch) % args.classes
+    return x, y
+
+
+def decide(agent, rank, device):
+    """Rank 0 asks the agent; every rank learns its answer."""
+    flag = torch.zeros(1, dtype=torch.int64, device=device)
+    if rank == 0:
+        req = agent.requested()
+        if req is not None:
+            flag[0] = NOW if req.mode == MODE_NOW else BOUNDARY
+    dist.broadcast(flag, src=0)
+    return int(flag[0])
+
+
+def save(args, model, opt, epoch, rank):
+    """Rank 0 writes the checkpoint; returns (path, bytes, seconds) for this rank."""
+    path = os.path.join(args.ckpt_dir, f"ckpt-epoch{epoch}.pt")
+    t0 = time.time()
+    nbytes = 0
+    if rank == 0:
+        os.makedirs(args.ckpt_dir, exist_ok=True)
+        tmp = path + ".tmp"
+        torch.save({"epoch": epoch, "model": model.module.state_dict(), "opt": opt.state_dict()}, tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        nbytes = os.path.getsize(path)
+        event("checkpoint", epoch=epoch, path=path, bytes=nbytes, hash=param_hash(model.module))
+    dist.barrier()
+    return path, nbytes, time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=20, help="steps per epoch")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--dim", type=int, default=512)
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--step-delay", type=float, default=0.0,
+                    help="seconds each step waits, standing in for reading a batch from storage")
+    ap.add_argument("--ckpt-dir", default="/tmp/pickyman-ckpt")
+    ap.add_argument("--ckpt-every", type=int, default=0,
+                    help="also checkpoint every N epochs (0: only when the agent asks)")
+    args = ap.parse_args()
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = torch.device("cpu")
+    torch.manual_seed(0)
+
+    agent = Client()
+    start = agent.register(pod_from_env(), rank, world)
+    event("registered", start_epoch=start.epoch, path=start.path, process_start=T_START)
+
+    model = torch.nn.Sequential(
+        torch.nn.Linear(args.dim, args.hidden), torch.nn.ReLU(),
+        torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU(),
+        torch.nn.Linear(args.hidden, args.classes))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    if start.epoch > 0:
+        t0 = time.time()
+        state = torch.load(start.path, map_location="cpu")
+        if state["epoch"] != start.epoch:
+            raise SystemExit(f"checkpoint {start.path} holds epoch {state['epoch']}, want {start.epoch}")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        event("loaded", epoch=start.epoch, seconds=time.time() - t0, hash=param_hash(model))
+    ddp = DDP(model)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    last = (start.epoch, start.path)  # the newest checkpoint: (epoch to resume from, path)
+    for epoch in range(start.epoch, args.epochs):
+        agent.epoch_begin(epoch)
+        event("epoch_begin", epoch=epoch)
+        nbytes = samples = 0
+        for step in range(args.steps):
+            if args.step_delay:
+                time.sleep(args.step_delay)
+            x, y = batch(args, epoch, step, rank)
+            nbytes += x.numel() * x.element_size() + y.numel() * y.element_size()
+            samples += len(x)
+            opt.zero_grad()
+            loss = loss_fn(ddp(x), y)
+            loss.backward()
+            opt.step()
+            if decide(agent, rank, device) == NOW:
+                # Stop at once: the work since the newest checkpoint is lost.
+                req = agent.poll()
+                agent.checkpoint_done(req.id, last[0], last[1], 0, 0.0)
+                event("suspended", epoch=last[0], request=req.id, mode="now")
+                dist.destroy_process_group()
+                return EXIT_SUSPENDED
+        agent.epoch_end(epoch, samples, nbytes)
+        event("epoch_end", epoch=epoch, loss=float(loss))
+        flag = decide(agent, rank, device)
+        periodic = args.ckpt_every > 0 and (epoch + 1) % args.ckpt_every == 0
+        if flag != NONE or periodic:
+            path, written, seconds = save(args, ddp, opt, epoch + 1, rank)
+            last = (epoch + 1, path)
+        if flag != NONE:
+            req = agent.poll()
+            agent.checkpoint_done(req.id, epoch + 1, path, written, seconds)
+            event("suspended", epoch=epoch + 1, request=req.id, mode="boundary", seconds=seconds)
+            dist.destroy_process_group()
+            return EXIT_SUSPENDED
+
+    event("done", epoch=args.epochs, hash=param_hash(model))
+    dist.destroy_process_group()
+    return EXIT_DONE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

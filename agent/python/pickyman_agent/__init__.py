@@ -1,0 +1,48 @@
+"""Client for the PickyMan node agent's local API (standard library only).
+
+A training process calls the agent on the node over a Unix socket whose path is in the
+environment variable PICKYMAN_AGENT_SOCKET. The wire format is line-delimited JSON, one
+request and one response per line; the protocol is described in agent/pkg/protocol/doc.go
+and docs/agent.md.
+
+Typical use, in every rank::
+
+    from pickyman_agent import Client, EXIT_SUSPENDED
+    agent = Client()
+    start = agent.register(pod, rank, world_size)      # ResumePoint(epoch, path)
+    for epoch in range(start.epoch, epochs):
+        agent.epoch_begin(epoch)
+        ...train...
+        agent.epoch_end(epoch, samples, nbytes)
+        req = agent.poll()                              # CheckpointRequest or None
+        if req:
+            ...save...
+            agent.checkpoint_done(req.id, epoch + 1, path, nbytes, seconds)
+            sys.exit(EXIT_SUSPENDED)
+"""
+
+from .client import (
+    AgentError,
+    CheckpointRequest,
+    Client,
+    ResumePoint,
+    ENV_SOCKET,
+    EXIT_DONE,
+    EXIT_SUSPENDED,
+    MODE_BOUNDARY,
+    MODE_NOW,
+    pod_from_env,
+)
+
+__all__ = [
+    "AgentError",
+    "CheckpointRequest",
+    "Client",
+    "ResumePoint",
+    "ENV_SOCKET",
+    "EXIT_DONE",
+    "EXIT_SUSPENDED",
+    "MODE_BOUNDARY",
+    "MODE_NOW",
+    "pod_from_env",
+]

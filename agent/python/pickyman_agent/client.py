@@ -1,0 +1,129 @@
+"""The PickyMan agent client: one connection per rank, one JSON line per call."""
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+ENV_SOCKET = "PICKYMAN_AGENT_SOCKET"
+# Exit codes: done, and suspended after a checkpoint (128 + SIGTERM).
+EXIT_DONE = 0
+EXIT_SUSPENDED = 143
+MODE_BOUNDARY = "boundary"
+MODE_NOW = "now"
+
+
+class AgentError(Exception):
+    """A call the agent refused: code is malformed, out_of_order, forbidden or unknown_pod."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    epoch: int
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class CheckpointRequest:
+    id: str
+    mode: str
+    deadline: str = ""
+
+
+def pod_from_env() -> str:
+    """The pod as "namespace/name": PICKYMAN_POD, or POD_NAMESPACE and POD_NAME (downward API)."""
+    pod = os.environ.get("PICKYMAN_POD")
+    if pod:
+        return pod
+    ns, name = os.environ.get("POD_NAMESPACE"), os.environ.get("POD_NAME")
+    if not ns or not name:
+        raise RuntimeError("set PICKYMAN_POD or POD_NAMESPACE and POD_NAME")
+    return f"{ns}/{name}"
+
+
+class Client:
+    """A rank's session with the agent. Not safe for use from several threads at once."""
+
+    def __init__(self, path: Optional[str] = None, timeout: float = 90.0):
+        self.path = path or os.environ.get(ENV_SOCKET)
+        if not self.path:
+            raise RuntimeError(f"{ENV_SOCKET} is not set")
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        self._sock.connect(self.path)
+        self._file = self._sock.makefile("rwb")
+        self._last_poll = 0.0
+        self._pending: Optional[CheckpointRequest] = None
+
+    def close(self) -> None:
+        self._file.close()
+        self._sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, op: str, **fields) -> dict:
+        req = {"op": op}
+        req.update({k: v for k, v in fields.items() if v not in (None, 0, "", 0.0)})
+        self._file.write(json.dumps(req).encode() + b"\n")
+        self._file.flush()
+        line = self._file.readline()
+        if not line:
+            raise ConnectionError("the agent closed the connection")
+        resp = json.loads(line)
+        if not resp.get("ok"):
+            raise AgentError(resp.get("code", "unknown"), resp.get("error", ""))
+        return resp
+
+    @staticmethod
+    def _resume(resp: dict) -> ResumePoint:
+        r = resp.get("resume") or {}
+        return ResumePoint(epoch=int(r.get("epoch", 0)), path=r.get("path", ""))
+
+    def register(self, pod: str, rank: int, world_size: int) -> ResumePoint:
+        """Bind this connection to a rank of the pod; returns where training starts."""
+        return self._resume(self._call("register", pod=pod, rank=rank, world_size=world_size))
+
+    def resume_point(self) -> ResumePoint:
+        return self._resume(self._call("resume_point"))
+
+    def epoch_begin(self, epoch: int) -> None:
+        self._call("epoch_begin", epoch=epoch)
+
+    def epoch_end(self, epoch: int, samples: int = 0, nbytes: int = 0) -> None:
+        """Report an epoch's end, the samples processed and the storage bytes read."""
+        self._call("epoch_end", epoch=epoch, samples=samples, bytes=nbytes)
+
+    def poll(self, wait: float = 0.0) -> Optional[CheckpointRequest]:
+        """The pending checkpoint request, waiting up to wait seconds; None if none."""
+        resp = self._call("poll", wait_ms=int(wait * 1000))
+        c = resp.get("checkpoint")
+        if not c:
+            return None
+        return CheckpointRequest(id=c["id"], mode=c["mode"], deadline=c.get("deadline", ""))
+
+    def requested(self, min_interval: float = 0.2) -> Optional[CheckpointRequest]:
+        """Like poll(0), but asks the agent at most every min_interval seconds: cheap to
+        call at every training step."""
+        now = time.monotonic()
+        if self._pending is None and now - self._last_poll >= min_interval:
+            self._last_poll = now
+            self._pending = self.poll(0)
+        return self._pending
+
+    def checkpoint_done(self, request_id: str, epoch: int, path: str, nbytes: int, seconds: float) -> None:
+        """Report the checkpoint written for a request: the epoch to resume from, where it is,
+        its size and how long writing took. Ranks that did not write report nbytes=0."""
+        self._call("checkpoint_done", request_id=request_id, epoch=epoch, path=path,
+                   bytes=nbytes, seconds=seconds)
+        self._pending = None
