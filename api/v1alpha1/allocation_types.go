@@ -120,12 +120,24 @@ type AllocationStatus struct {
 	// +optional
 	// +listType=atomic
 	Placement []NodeAssignment `json:"placement,omitempty"`
+	// Reserved is a placement held for the job while it is Queued: GPUs that preemptions
+	// decided for it are freeing. Other jobs may not take them.
+	// +optional
+	// +listType=atomic
+	Reserved []NodeAssignment `json:"reserved,omitempty"`
+	// ReservedAt is when Reserved was last set; a reservation expires after the
+	// configured reservation timeout.
+	// +optional
+	ReservedAt *metav1.Time `json:"reservedAt,omitempty"`
 	// Checkpoint is the request in flight while Preempting.
 	// +optional
 	Checkpoint *CheckpointRequest `json:"checkpoint,omitempty"`
 	// ResumeEpoch is the epoch the job starts from when it is next admitted.
 	// +optional
 	ResumeEpoch int32 `json:"resumeEpoch,omitempty"`
+	// ResumePath is the checkpoint the job resumes from, as the acknowledgements named it.
+	// +optional
+	ResumePath string `json:"resumePath,omitempty"`
 	// EpochsDone is the last epoch the job reported complete.
 	// +optional
 	EpochsDone int32 `json:"epochsDone,omitempty"`
@@ -133,6 +145,9 @@ type AllocationStatus struct {
 	FirstAdmitted *metav1.Time `json:"firstAdmitted,omitempty"`
 	// +optional
 	LastAdmitted *metav1.Time `json:"lastAdmitted,omitempty"`
+	// LastStopped is when the job last gave its GPUs back after a preemption.
+	// +optional
+	LastStopped *metav1.Time `json:"lastStopped,omitempty"`
 	// +optional
 	Finished *metav1.Time `json:"finished,omitempty"`
 	// AttainedGPUSeconds is the GPU service received in earlier admissions (the current

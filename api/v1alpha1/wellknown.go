@@ -17,3 +17,7 @@ const (
 	// LabelAllocation on a pod names the Allocation of its job.
 	LabelAllocation = "pickyman.dev/allocation"
 )
+
+// SchedulerName is the schedulerName of the pods of managed jobs: kube-scheduler leaves them
+// alone, and the operator's binder binds each pod to the node its gang placement chose.
+const SchedulerName = "pickyman"

@@ -97,6 +97,15 @@ func (in *AllocationStatus) DeepCopyInto(out *AllocationStatus) {
 		*out = make([]NodeAssignment, len(*in))
 		copy(*out, *in)
 	}
+	if in.Reserved != nil {
+		in, out := &in.Reserved, &out.Reserved
+		*out = make([]NodeAssignment, len(*in))
+		copy(*out, *in)
+	}
+	if in.ReservedAt != nil {
+		in, out := &in.ReservedAt, &out.ReservedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Checkpoint != nil {
 		in, out := &in.Checkpoint, &out.Checkpoint
 		*out = new(CheckpointRequest)
@@ -108,6 +117,10 @@ func (in *AllocationStatus) DeepCopyInto(out *AllocationStatus) {
 	}
 	if in.LastAdmitted != nil {
 		in, out := &in.LastAdmitted, &out.LastAdmitted
+		*out = (*in).DeepCopy()
+	}
+	if in.LastStopped != nil {
+		in, out := &in.LastStopped, &out.LastStopped
 		*out = (*in).DeepCopy()
 	}
 	if in.Finished != nil {

@@ -30,6 +30,7 @@ func (c *Configuration) Default() {
 	setD(&c.Checkpoint.BoundaryDeadline, 30*time.Minute)
 	setD(&c.Checkpoint.NowDeadline, 2*time.Minute)
 	setD(&c.ScheduleInterval, 10*time.Second)
+	setD(&c.ReservationTimeout, time.Hour)
 	if c.GPUResource == "" {
 		c.GPUResource = "nvidia.com/gpu"
 	}

@@ -19,6 +19,9 @@ type Configuration struct {
 	Protection Protection `json:"protection"`
 	// Checkpoint configures the checkpoint handshake with the agents.
 	Checkpoint Checkpoint `json:"checkpoint"`
+	// ReservationTimeout releases a queued job's reservation this long after it was made
+	// if the job has not started.
+	ReservationTimeout metav1.Duration `json:"reservationTimeout"`
 	// ScheduleInterval is the longest time between two scheduling cycles.
 	ScheduleInterval metav1.Duration `json:"scheduleInterval"`
 	// GPUResource is the extended resource that counts GPUs.

@@ -36,6 +36,7 @@ func (in *Configuration) DeepCopyInto(out *Configuration) {
 	out.Overhead = in.Overhead
 	out.Protection = in.Protection
 	out.Checkpoint = in.Checkpoint
+	out.ReservationTimeout = in.ReservationTimeout
 	out.ScheduleInterval = in.ScheduleInterval
 	out.Manager = in.Manager
 }

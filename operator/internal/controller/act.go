@@ -1,0 +1,183 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// act carries out validated decisions: preemptions, then reservations, then starts. A
+// decision whose Allocation changed since the snapshot fails on its resourceVersion and is
+// skipped; the next cycle decides again on fresh state.
+func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, d sched.Decisions) error {
+	var errs []error
+	keep := func(err error) {
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range d.Preemptions {
+		if a := allocs[p.JobID]; a != nil {
+			keep(s.preempt(ctx, a, p))
+		}
+	}
+	reserved := map[string]bool{}
+	for _, r := range d.Reservations {
+		if a := allocs[r.JobID]; a != nil {
+			reserved[r.JobID] = true
+			keep(s.reserve(ctx, a, r.Placement))
+		}
+	}
+	started := map[string]bool{}
+	for _, st := range d.Starts {
+		if a := allocs[st.JobID]; a != nil {
+			started[st.JobID] = true
+			keep(s.start(ctx, a, st.Placement))
+		}
+	}
+	for id, a := range allocs {
+		if !reserved[id] && !started[id] {
+			keep(s.clearExpired(ctx, a))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// expireReservations clears reservations past their timeout when a cycle decided nothing.
+func (s *Scheduler) expireReservations(ctx context.Context, _ *sched.Snapshot, allocs map[string]*v1alpha1.Allocation) error {
+	var errs []error
+	for _, a := range allocs {
+		if err := s.clearExpired(ctx, a); err != nil && !apierrors.IsConflict(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// clearExpired writes the removal of a reservation the snapshot dropped as expired.
+func (s *Scheduler) clearExpired(ctx context.Context, a *v1alpha1.Allocation) error {
+	if a.Status.Phase != v1alpha1.AllocationQueued || a.Status.ReservedAt == nil || len(a.Status.Reserved) > 0 {
+		return nil
+	}
+	a.Status.ReservedAt = nil
+	return s.Client.Status().Update(ctx, a)
+}
+
+// start admits a job: 1. the Allocation becomes Admitted with its placement (the promise of
+// the GPUs is recorded before anything runs), 2. the job is unsuspended with its resume
+// point; the binder then binds its pods.
+func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement []sched.Slot) error {
+	now := s.now()
+	resumed := a.Status.FirstAdmitted != nil
+	waitedSince := a.CreationTimestamp
+	if a.Status.LastStopped != nil {
+		waitedSince = *a.Status.LastStopped
+	}
+	a.Status.Placement = ToAssignments(a.Spec.PodSets, placement)
+	a.Status.Reserved, a.Status.ReservedAt, a.Status.Checkpoint = nil, nil, nil
+	if a.Status.FirstAdmitted == nil {
+		a.Status.FirstAdmitted = &now
+	}
+	a.Status.LastAdmitted = &now
+	reason, msg := "Started", "admitted"
+	if resumed {
+		reason, msg = "Resumed", fmt.Sprintf("admitted again, resumes from epoch %d", a.Status.ResumeEpoch)
+	}
+	setPhase(a, v1alpha1.AllocationAdmitted, reason, msg, now)
+	if resumed {
+		setCondition(a, v1alpha1.ConditionResumed, metav1.ConditionTrue, reason, msg, now)
+	}
+	// 1. Allocation first.
+	if err := s.Client.Status().Update(ctx, a); err != nil {
+		return err
+	}
+	q := a.Spec.Queue
+	if !resumed {
+		s.Metrics.AdmissionLatency.WithLabelValues(q).Observe(now.Sub(a.CreationTimestamp.Time).Seconds())
+	}
+	s.Metrics.WaitingTime.WithLabelValues(q).Observe(now.Sub(waitedSince.Time).Seconds())
+	s.Metrics.Admissions.WithLabelValues(q, fmt.Sprint(resumed)).Inc()
+	if j := SchedJob(a, PodProgress{}, now.Time); j != nil {
+		kind := sched.EventStarted
+		if resumed {
+			kind = sched.EventResumed
+		}
+		s.observe(sched.Event{Kind: kind, Time: now.Time, Job: j})
+	}
+	log.FromContext(ctx).Info("admitted", "allocation", JobID(a), "placement", placementString(a.Status.Placement), "resumed", resumed)
+	// 2. Then the job.
+	job, err := s.jobOf(ctx, a)
+	if err != nil || job == nil {
+		return err
+	}
+	return s.SyncJob(ctx, job, a)
+}
+
+// preempt starts a preemption: 1. the Allocation becomes Preempting with a checkpoint request
+// (its id is derived from the Allocation, so repeating the decision never makes a second
+// request), 2. the request goes on the job's pods. The handshake controller does the rest.
+func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched.Preemption) error {
+	now := s.now()
+	mode := v1alpha1.SuspendBoundary
+	deadline := s.Config.Checkpoint.BoundaryDeadline.Duration
+	if p.Mode == sched.SuspendNow {
+		mode, deadline = v1alpha1.SuspendNow, s.Config.Checkpoint.NowDeadline.Duration
+	}
+	a.Status.Preemptions++
+	a.Status.Checkpoint = &v1alpha1.CheckpointRequest{
+		ID:        fmt.Sprintf("%s-%d", a.UID, a.Status.Preemptions),
+		Mode:      mode,
+		Deadline:  metav1.NewTime(now.Add(deadline)),
+		For:       p.For,
+		Reason:    p.Reason,
+		Requested: now,
+	}
+	msg := fmt.Sprintf("checkpoint requested (%s, %s), for %q", mode, p.Reason, p.For)
+	setPhase(a, v1alpha1.AllocationPreempting, nonEmpty(p.Reason, "Preempted"), msg, now)
+	// 1. Allocation first.
+	if err := s.Client.Status().Update(ctx, a); err != nil {
+		return err
+	}
+	s.Metrics.Preemptions.WithLabelValues(string(mode), nonEmpty(p.Reason, "Unspecified")).Inc()
+	log.FromContext(ctx).Info("preempting", "allocation", JobID(a), "mode", mode, "for", p.For, "reason", p.Reason)
+	job, err := s.jobOf(ctx, a)
+	if err != nil {
+		return err
+	}
+	if job != nil {
+		s.event(job.Object(), a, corev1.EventTypeNormal, "Preempting", "Preempt", msg)
+	}
+	// 2. Then the pods.
+	pods, err := s.podsOf(ctx, s.Client, a)
+	if err != nil {
+		return err
+	}
+	return s.RequestPods(ctx, a, pods)
+}
+
+// reserve records GPUs held for a queued job.
+func (s *Scheduler) reserve(ctx context.Context, a *v1alpha1.Allocation, placement []sched.Slot) error {
+	as := ToAssignments(a.Spec.PodSets, placement)
+	if reflect.DeepEqual(as, a.Status.Reserved) && a.Status.ReservedAt != nil {
+		return nil
+	}
+	now := s.now()
+	a.Status.Reserved, a.Status.ReservedAt = as, &now
+	return s.Client.Status().Update(ctx, a)
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

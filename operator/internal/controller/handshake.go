@@ -1,0 +1,224 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+
+// HandshakeReconciler carries out preemptions (design brief section 5). For a Preempting
+// Allocation it puts the checkpoint request on every pod of the job, waits until every live
+// pod has acknowledged that request id or the deadline has passed, records the resume epoch
+// and sets the Allocation Suspended, and only then suspends the job. A Suspended Allocation
+// keeps its placement until no pod of the job is left (read from the API server, not the
+// cache); then it goes back to Queued and its GPUs are free.
+type HandshakeReconciler struct {
+	*Operator
+}
+
+// SetupWithManager watches Allocations and the pods that carry an Allocation label.
+func (r *HandshakeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("handshake").
+		For(&v1alpha1.Allocation{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToAllocation)).
+		Complete(r)
+}
+
+func podToAllocation(_ context.Context, obj client.Object) []reconcile.Request {
+	name, ok := obj.GetLabels()[v1alpha1.LabelAllocation]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *HandshakeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	a := &v1alpha1.Allocation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	switch a.Status.Phase {
+	case v1alpha1.AllocationPreempting:
+		return r.preempting(ctx, a)
+	case v1alpha1.AllocationSuspended:
+		return r.suspended(ctx, a)
+	}
+	return ctrl.Result{}, nil
+}
+
+// RequestPods puts the Allocation's checkpoint request on every live pod of its job that
+// does not carry that request id yet. Repeating it is a no-op.
+func (o *Operator) RequestPods(ctx context.Context, a *v1alpha1.Allocation, pods []*corev1.Pod) error {
+	c := a.Status.Checkpoint
+	if c == nil {
+		return nil
+	}
+	mode := protocol.ModeBoundary
+	if c.Mode == v1alpha1.SuspendNow {
+		mode = protocol.ModeNow
+	}
+	val, err := json.Marshal(protocol.CheckpointRequest{ID: c.ID, Mode: mode, Deadline: c.Deadline.UTC()})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if !live(p) {
+			continue
+		}
+		var cur protocol.CheckpointRequest
+		if v, ok := p.Annotations[protocol.AnnotationCheckpointRequest]; ok && json.Unmarshal([]byte(v), &cur) == nil && cur.ID == c.ID {
+			continue
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(val)}}})
+		if err := o.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// ackOf returns the pod's acknowledgement of request id, if any.
+func ackOf(p *corev1.Pod, id string) (protocol.CheckpointAck, bool) {
+	v, ok := p.Annotations[protocol.AnnotationCheckpointAck]
+	if !ok {
+		return protocol.CheckpointAck{}, false
+	}
+	var ack protocol.CheckpointAck
+	if json.Unmarshal([]byte(v), &ack) != nil || ack.RequestID != id {
+		return protocol.CheckpointAck{}, false
+	}
+	return ack, true
+}
+
+func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Allocation) (ctrl.Result, error) {
+	c := a.Status.Checkpoint
+	now := r.now()
+	if c == nil {
+		// Not expected: a Preempting Allocation always has a request. Suspend now.
+		c = &v1alpha1.CheckpointRequest{ID: fmt.Sprintf("%s-%d", a.UID, a.Status.Preemptions), Mode: v1alpha1.SuspendNow, Deadline: now, Requested: now}
+		a.Status.Checkpoint = c
+	}
+	pods, err := r.podsOf(ctx, r.Client, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.RequestPods(ctx, a, pods); err != nil {
+		return ctrl.Result{}, err
+	}
+	acked, waiting := 0, 0
+	resume := int32(-1)
+	path := ""
+	for _, p := range pods {
+		if !live(p) {
+			continue
+		}
+		ack, ok := ackOf(p, c.ID)
+		if !ok {
+			waiting++
+			if prog := ReadProgress([]*corev1.Pod{p}); resume < 0 || prog.EpochsDone < resume {
+				resume = prog.EpochsDone
+			}
+			continue
+		}
+		acked++
+		if resume < 0 || ack.Epoch < resume {
+			resume, path = ack.Epoch, ack.Path
+		}
+	}
+	expired := !now.Before(&c.Deadline)
+	if waiting > 0 && !expired {
+		return ctrl.Result{RequeueAfter: c.Deadline.Sub(now.Time)}, nil
+	}
+
+	// 1. Record the outcome on the Allocation.
+	outcome := "Acknowledged"
+	msg := fmt.Sprintf("%d of %d pods acknowledged checkpoint request %s", acked, acked+waiting, c.ID)
+	if waiting > 0 {
+		outcome = "DeadlineExceeded"
+	}
+	// The job resumes from the oldest checkpoint of the gang: the least epoch the
+	// acknowledgements name, or, past the deadline, the least epoch a silent pod reported
+	// complete (the agent checkpoints at epoch ends). It never goes back.
+	if resume > a.Status.ResumeEpoch {
+		a.Status.ResumeEpoch, a.Status.ResumePath = resume, path
+	}
+	setPhase(a, v1alpha1.AllocationSuspended, outcome, msg, now)
+	if err := r.Client.Status().Update(ctx, a); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Metrics.HandshakeDuration.WithLabelValues(outcome).Observe(now.Sub(c.Requested.Time).Seconds())
+	job, err := r.jobOf(ctx, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if job != nil {
+		r.event(job.Object(), a, corev1.EventTypeNormal, "Suspending", "Preempt", "%s; resumes from epoch %d", msg, a.Status.ResumeEpoch)
+		// 2. Suspend the job; the training-operator deletes its pods.
+		if err := r.ensureSuspended(ctx, job); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	log.FromContext(ctx).Info("checkpoint handshake done", "allocation", JobID(a), "outcome", outcome, "resumeEpoch", a.Status.ResumeEpoch)
+	return ctrl.Result{}, nil
+}
+
+func (r *HandshakeReconciler) suspended(ctx context.Context, a *v1alpha1.Allocation) (ctrl.Result, error) {
+	job, err := r.jobOf(ctx, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if job != nil {
+		if err := r.ensureSuspended(ctx, job); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// GPUs are free only when no pod of the job is left; the cache may not have seen a
+	// recent pod yet, so ask the API server.
+	pods, err := r.podsOf(ctx, r.Reader, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(pods) > 0 {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	now := r.now()
+	var decided time.Time
+	if c := a.Status.Checkpoint; c != nil {
+		decided = c.Requested.Time
+	}
+	if a.Status.LastAdmitted != nil {
+		a.Status.AttainedGPUSeconds += int64(now.Sub(a.Status.LastAdmitted.Time).Seconds()) * int64(allocGPUs(a))
+	}
+	j := SchedJob(a, PodProgress{}, now.Time)
+	a.Status.Placement, a.Status.Checkpoint = nil, nil
+	a.Status.LastStopped = &now
+	a.Status.EpochsDone = max(a.Status.EpochsDone, a.Status.ResumeEpoch)
+	setPhase(a, v1alpha1.AllocationQueued, "Preempted", fmt.Sprintf("suspended; resumes from epoch %d", a.Status.ResumeEpoch), now)
+	if err := r.Client.Status().Update(ctx, a); err != nil {
+		return ctrl.Result{}, err
+	}
+	if job != nil {
+		r.event(job.Object(), a, corev1.EventTypeNormal, "Suspended", "Preempt", "pods gone, GPUs free; queued to resume from epoch %d", a.Status.ResumeEpoch)
+	}
+	if j != nil && !decided.IsZero() {
+		r.observe(sched.Event{Kind: sched.EventSuspended, Time: now.Time, Job: j, Duration: now.Sub(decided)})
+	}
+	r.Trigger()
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,272 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+
+// JobReconciler keeps a managed job and its Allocation in step, through the job kind's
+// adapter: it creates the Allocation (Queued) from the job, keeps the job suspended unless
+// its Allocation is Admitted, unsuspends an Admitted job with its templates pointing at the
+// placement's binder and its resume point, and marks the Allocation Finished when the job
+// ends.
+type JobReconciler struct {
+	*Operator
+	Integration jobframework.Integration
+}
+
+// SetupWithManager registers the reconciler for its job kind; Allocation changes requeue the
+// owning job.
+func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("job-" + r.Integration.GVK.Kind).
+		For(r.Integration.NewObject(), builder.WithPredicates(predicate.NewPredicateFuncs(jobframework.Managed))).
+		Watches(&v1alpha1.Allocation{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			a := obj.(*v1alpha1.Allocation)
+			if a.Spec.Job.Kind != r.Integration.GVK.Kind {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.Job.Name}}}
+		})).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := r.Integration.NewObject()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !jobframework.Managed(obj) || obj.GetDeletionTimestamp() != nil {
+		return ctrl.Result{}, nil
+	}
+	job := r.Integration.Wrap(obj)
+	name := jobframework.AllocationName(r.Integration.GVK.Kind, obj.GetName())
+	spec, err := r.allocationSpec(ctx, job)
+	if err != nil {
+		r.event(obj, nil, corev1.EventTypeWarning, "InvalidJob", "Admit", "not admitted: %v", err)
+		return ctrl.Result{}, r.ensureSuspended(ctx, job)
+	}
+
+	a := &v1alpha1.Allocation{}
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, a)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, r.create(ctx, job, name, spec)
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	if a.Spec.Job.UID != "" && a.Spec.Job.UID != string(obj.GetUID()) {
+		// An Allocation of an earlier job of the same name, not yet collected.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if a.Status.Phase == "" {
+		return ctrl.Result{}, r.setQueued(ctx, job, a)
+	}
+	if a.Status.Phase == v1alpha1.AllocationFinished {
+		return ctrl.Result{}, nil
+	}
+	if finished, ok := job.Finished(); finished {
+		return ctrl.Result{}, r.finish(ctx, job, a, ok)
+	}
+	if !reflect.DeepEqual(a.Spec, spec) && (a.Status.Phase == v1alpha1.AllocationQueued || reflect.DeepEqual(a.Spec.PodSets, spec.PodSets)) {
+		a.Spec = spec
+		if err := r.Client.Update(ctx, a); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Trigger()
+	}
+	return ctrl.Result{}, r.SyncJob(ctx, job, a)
+}
+
+// allocationSpec reads the Allocation spec from the job.
+func (r *JobReconciler) allocationSpec(ctx context.Context, job jobframework.GenericJob) (v1alpha1.AllocationSpec, error) {
+	obj := job.Object()
+	qname := obj.GetLabels()[v1alpha1.LabelQueue]
+	q, ok := r.queue(qname)
+	if !ok {
+		return v1alpha1.AllocationSpec{}, fmt.Errorf("unknown queue %q", qname)
+	}
+	sets, err := job.PodSets(r.Config.GPUResource, r.Config.GPUProductLabel)
+	if err != nil {
+		return v1alpha1.AllocationSpec{}, err
+	}
+	if _, _, _, err := jobframework.GangShape(sets); err != nil {
+		return v1alpha1.AllocationSpec{}, err
+	}
+	h, err := jobframework.ReadHints(obj)
+	if err != nil {
+		return v1alpha1.AllocationSpec{}, err
+	}
+	prio := q.Priority
+	for _, t := range job.PodTemplates() {
+		if pc := t.Spec.PriorityClassName; pc != "" {
+			var cls schedulingv1.PriorityClass
+			if err := r.Client.Get(ctx, types.NamespacedName{Name: pc}, &cls); err != nil {
+				return v1alpha1.AllocationSpec{}, fmt.Errorf("priority class %q: %w", pc, err)
+			}
+			prio = cls.Value
+			break
+		}
+	}
+	gvk := job.GVK()
+	return v1alpha1.AllocationSpec{
+		Job:             v1alpha1.JobReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: obj.GetName(), UID: string(obj.GetUID())},
+		Queue:           qname,
+		Priority:        prio,
+		Model:           h.Model,
+		PodSets:         sets,
+		Epochs:          h.Epochs,
+		DatasetBytes:    h.DatasetBytes,
+		CheckpointBytes: h.CheckpointBytes,
+		EstimateSeconds: int64(h.Estimate / time.Second),
+	}, nil
+}
+
+func (r *JobReconciler) create(ctx context.Context, job jobframework.GenericJob, name string, spec v1alpha1.AllocationSpec) error {
+	obj := job.Object()
+	a := &v1alpha1.Allocation{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.GetNamespace()}, Spec: spec}
+	if err := controllerutil.SetControllerReference(obj, a, r.Scheme); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, a); err != nil {
+		return client.IgnoreAlreadyExists(err)
+	}
+	log.FromContext(ctx).V(1).Info("allocation created", "allocation", name)
+	if err := r.ensureSuspended(ctx, job); err != nil {
+		return err
+	}
+	return r.setQueued(ctx, job, a)
+}
+
+func (r *JobReconciler) setQueued(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation) error {
+	setPhase(a, v1alpha1.AllocationQueued, "Submitted", "waiting for GPUs", r.now())
+	if err := r.Client.Status().Update(ctx, a); err != nil {
+		return err
+	}
+	r.event(job.Object(), a, corev1.EventTypeNormal, "Queued", "Queue", "queued in %s for %d GPUs", a.Spec.Queue, allocGPUs(a))
+	if j := SchedJob(a, PodProgress{}, r.Clock.Now()); j != nil {
+		r.observe(sched.Event{Kind: sched.EventSubmitted, Time: r.Clock.Now(), Job: j})
+	}
+	r.Trigger()
+	return nil
+}
+
+func allocGPUs(a *v1alpha1.Allocation) int32 {
+	var n int32
+	for _, s := range a.Spec.PodSets {
+		n += s.Count * s.GPUsPerPod
+	}
+	return n
+}
+
+// SyncJob drives a job to what its Allocation says: an Admitted job runs with PickyMan's
+// templates and its resume point; a Queued or Suspended job is suspended. A Preempting job
+// is left to the handshake. A job is suspended only after the Allocation was read again from
+// the API server, so that a stale cache never undoes an admission.
+func (o *Operator) SyncJob(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation) error {
+	switch a.Status.Phase {
+	case v1alpha1.AllocationAdmitted:
+		changed := false
+		if job.IsSuspended() {
+			changed = MutateTemplates(job, a.Name, o.socketDir(), resumePoint(a))
+			job.Suspend(false)
+			changed = true
+		}
+		if !changed {
+			return nil
+		}
+		if err := o.Client.Update(ctx, job.Object()); err != nil {
+			return err
+		}
+		o.event(job.Object(), a, corev1.EventTypeNormal, "Started", "Admit", "admitted on %s from epoch %d", placementString(a.Status.Placement), a.Status.ResumeEpoch)
+		return nil
+	case v1alpha1.AllocationQueued, v1alpha1.AllocationSuspended:
+		if job.IsSuspended() {
+			return nil
+		}
+		fresh := &v1alpha1.Allocation{}
+		if err := o.Reader.Get(ctx, client.ObjectKeyFromObject(a), fresh); err != nil {
+			return err
+		}
+		if fresh.Status.Phase != v1alpha1.AllocationQueued && fresh.Status.Phase != v1alpha1.AllocationSuspended {
+			return nil
+		}
+		return o.ensureSuspended(ctx, job)
+	}
+	return nil
+}
+
+func (o *Operator) ensureSuspended(ctx context.Context, job jobframework.GenericJob) error {
+	if job.IsSuspended() {
+		return nil
+	}
+	job.Suspend(true)
+	return o.Client.Update(ctx, job.Object())
+}
+
+func placementString(p []v1alpha1.NodeAssignment) string {
+	s := ""
+	for i, a := range p {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("%s:%s x%d", a.Node, a.PodSet, a.Pods)
+	}
+	return s
+}
+
+// finish marks the Allocation Finished, frees its placement, and records the job's observed
+// epochs in its model profile.
+func (r *JobReconciler) finish(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation, succeeded bool) error {
+	now := r.now()
+	pods, err := r.podsOf(ctx, r.Client, a)
+	if err != nil {
+		return err
+	}
+	prog := ReadProgress(pods)
+	outcome := "Failed"
+	if succeeded {
+		outcome = "Succeeded"
+	}
+	if a.Status.Phase == v1alpha1.AllocationAdmitted && a.Status.LastAdmitted != nil {
+		a.Status.AttainedGPUSeconds += int64(now.Sub(a.Status.LastAdmitted.Time).Seconds()) * int64(allocGPUs(a))
+	}
+	j := SchedJob(a, prog, now.Time)
+	a.Status.Placement, a.Status.Reserved, a.Status.ReservedAt, a.Status.Checkpoint = nil, nil, nil, nil
+	a.Status.Finished = &now
+	a.Status.EpochsDone = max(a.Status.EpochsDone, prog.EpochsDone)
+	setPhase(a, v1alpha1.AllocationFinished, outcome, "the job ended", now)
+	if err := r.Client.Status().Update(ctx, a); err != nil {
+		return err
+	}
+	r.Metrics.Finished.WithLabelValues(a.Spec.Queue, outcome).Inc()
+	r.event(job.Object(), a, corev1.EventTypeNormal, "Finished", "Finish", "%s after %d preemptions", outcome, a.Status.Preemptions)
+	if j != nil {
+		r.observe(sched.Event{Kind: sched.EventFinished, Time: now.Time, Job: j, Duration: now.Sub(a.CreationTimestamp.Time)})
+	}
+	r.recordProfile(ctx, a, prog)
+	r.Trigger()
+	return nil
+}

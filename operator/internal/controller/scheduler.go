@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+
+// Scheduler runs the scheduling cycle. It is a leader-elected runnable: one cycle at a
+// time, on changes (coalesced) and at the configured interval.
+type Scheduler struct {
+	*Operator
+	Policy sched.Policy
+	// Cache, if set, is watched for node changes that should trigger a cycle.
+	Cache cache.Cache
+
+	wake chan struct{}
+}
+
+var (
+	_ manager.Runnable               = (*Scheduler)(nil)
+	_ manager.LeaderElectionRunnable = (*Scheduler)(nil)
+)
+
+// NewScheduler returns a scheduler and makes op.Trigger wake it.
+func NewScheduler(op *Operator, policy sched.Policy, c cache.Cache) *Scheduler {
+	s := &Scheduler{Operator: op, Policy: policy, Cache: c, wake: make(chan struct{}, 1)}
+	op.trigger = s.wakeUp
+	if obs, ok := policy.(sched.Observer); ok && op.Observer == nil {
+		op.Observer = obs
+	}
+	return s
+}
+
+func (s *Scheduler) wakeUp() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection reports that only the leader schedules.
+func (s *Scheduler) NeedLeaderElection() bool { return true }
+
+// Start runs cycles until ctx ends.
+func (s *Scheduler) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("scheduler")
+	ctx = log.IntoContext(ctx, logger)
+	if s.Cache != nil {
+		inf, err := s.Cache.GetInformer(ctx, &corev1.Node{})
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { s.wakeUp() },
+			UpdateFunc: func(any, any) { s.wakeUp() },
+			DeleteFunc: func(any) { s.wakeUp() },
+		}); err != nil {
+			return err
+		}
+	}
+	tick := s.Clock.NewTicker(s.Config.ScheduleInterval.Duration)
+	defer tick.Stop()
+	s.wakeUp()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-tick.C():
+		}
+		if err := s.Cycle(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "scheduling cycle failed")
+		}
+	}
+}
+
+// Cycle runs one scheduling cycle (design brief section 5):
+//
+//  1. snapshot: nodes from the cache, Allocations straight from the API server (the
+//     scheduler's own last writes must be in it, or GPUs could be promised twice), pod
+//     progress from the cache;
+//  2. decide: the configured policy's Schedule;
+//  3. validate: sched.Validate; decisions that fail are dropped whole;
+//  4. act: preemptions, then reservations, then starts, each writing the Allocation
+//     first (with its resourceVersion, so a decision on a stale object fails) and then the
+//     job or its pods.
+func (s *Scheduler) Cycle(ctx context.Context) error {
+	start := time.Now()
+	defer func() { s.Metrics.CycleDuration.Observe(time.Since(start).Seconds()) }()
+
+	// 1. Snapshot.
+	snap, allocs, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	s.updateGauges(snap, allocs)
+
+	// 2. Decide.
+	d := s.Policy.Schedule(snap)
+	if len(d.Starts)+len(d.Preemptions)+len(d.Reservations) == 0 {
+		return s.expireReservations(ctx, snap, allocs)
+	}
+
+	// 3. Validate.
+	if err := sched.Validate(snap, d); err != nil {
+		s.Metrics.RejectedDecisions.Inc()
+		log.FromContext(ctx).Error(err, "policy decisions rejected", "policy", s.Policy.Name())
+		return nil
+	}
+
+	// 4. Act.
+	return s.act(ctx, snap, allocs, d)
+}
+
+// snapshot builds the scheduling core's snapshot and indexes the Allocations by job ID.
+func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*v1alpha1.Allocation, error) {
+	var nodes corev1.NodeList
+	if err := s.Client.List(ctx, &nodes); err != nil {
+		return nil, nil, err
+	}
+	var list v1alpha1.AllocationList
+	if err := s.Reader.List(ctx, &list); err != nil {
+		return nil, nil, err
+	}
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods); err != nil {
+		return nil, nil, err
+	}
+	byAlloc := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if name, ok := p.Labels[v1alpha1.LabelAllocation]; ok {
+			id := p.Namespace + "/" + name
+			byAlloc[id] = append(byAlloc[id], p)
+		}
+	}
+	now := s.Clock.Now()
+	progress := make(map[string]PodProgress, len(byAlloc))
+	allocs := make(map[string]*v1alpha1.Allocation, len(list.Items))
+	for i := range list.Items {
+		a := &list.Items[i]
+		allocs[JobID(a)] = a
+		if ps := byAlloc[JobID(a)]; len(ps) > 0 {
+			progress[JobID(a)] = ReadProgress(ps)
+		}
+		if s.reservationExpired(a, now) {
+			a.Status.Reserved = nil
+		}
+	}
+	view := NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
+	return BuildSnapshot(now, nodes.Items, list.Items, progress, view), allocs, nil
+}
+
+func (s *Scheduler) reservationExpired(a *v1alpha1.Allocation, now time.Time) bool {
+	return a.Status.Phase == v1alpha1.AllocationQueued && len(a.Status.Reserved) > 0 && a.Status.ReservedAt != nil &&
+		now.Sub(a.Status.ReservedAt.Time) > s.Config.ReservationTimeout.Duration
+}
+
+func (s *Scheduler) updateGauges(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation) {
+	var used, free int32
+	for _, n := range snap.Nodes {
+		used += n.Used
+		if !n.Unschedulable {
+			free += max(0, n.Free())
+		}
+	}
+	s.Metrics.GPUsAllocated.Set(float64(used))
+	s.Metrics.GPUsFree.Set(float64(free))
+	queued := map[string]int{}
+	for _, q := range s.Config.Queues {
+		queued[q.Name] = 0
+	}
+	for _, a := range allocs {
+		if a.Status.Phase == v1alpha1.AllocationQueued {
+			queued[a.Spec.Queue]++
+		}
+	}
+	for q, n := range queued {
+		s.Metrics.QueueLength.WithLabelValues(q).Set(float64(n))
+	}
+}

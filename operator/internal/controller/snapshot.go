@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// JobID is the scheduling-core ID of an Allocation: namespace/name.
+func JobID(a *v1alpha1.Allocation) string { return a.Namespace + "/" + a.Name }
+
+// HoldsGPUs reports whether an Allocation's placement counts against its nodes: while it is
+// Admitted, Preempting or Suspended (the Allocation keeps its placement until the job's pods
+// are gone; only then does it go back to Queued).
+func HoldsGPUs(a *v1alpha1.Allocation) bool {
+	switch a.Status.Phase {
+	case v1alpha1.AllocationAdmitted, v1alpha1.AllocationPreempting, v1alpha1.AllocationSuspended:
+		return true
+	}
+	return false
+}
+
+// PodProgress is what the agents reported for a job's pods.
+type PodProgress struct {
+	// Pods is the number of the job's pods that exist.
+	Pods       int
+	EpochsDone int32
+	EpochTime  time.Duration
+	ReadRate   float64
+}
+
+// ReadProgress folds the progress annotations of a job's pods: the least epochs done (the
+// gang advances together) and the longest epoch time.
+func ReadProgress(pods []*corev1.Pod) PodProgress {
+	p := PodProgress{Pods: len(pods)}
+	first := true
+	for _, pod := range pods {
+		v, ok := pod.Annotations[protocol.AnnotationProgress]
+		if !ok {
+			continue
+		}
+		var pr protocol.Progress
+		if json.Unmarshal([]byte(v), &pr) != nil {
+			continue
+		}
+		if first || pr.EpochsDone < p.EpochsDone {
+			p.EpochsDone = pr.EpochsDone
+		}
+		first = false
+		if d := time.Duration(pr.EpochSeconds * float64(time.Second)); d > p.EpochTime {
+			p.EpochTime = d
+		}
+		p.ReadRate += pr.ReadRate
+	}
+	return p
+}
+
+// SchedJob converts an Allocation into the scheduling core's view of its job. It returns
+// nil for a finished Allocation or one without a usable gang.
+func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Job {
+	workers, per, model, err := jobframework.GangShape(a.Spec.PodSets)
+	if err != nil || workers == 0 {
+		return nil
+	}
+	st := &a.Status
+	j := &sched.Job{
+		ID:              JobID(a),
+		Queue:           a.Spec.Queue,
+		Priority:        a.Spec.Priority,
+		Model:           a.Spec.Model,
+		Workers:         workers,
+		GPUsPerWorker:   per,
+		GPUModel:        model,
+		Submit:          a.CreationTimestamp.Time,
+		Preemptions:     st.Preemptions,
+		Attained:        time.Duration(st.AttainedGPUSeconds) * time.Second,
+		Epochs:          a.Spec.Epochs,
+		EpochsDone:      max(st.EpochsDone, st.ResumeEpoch, prog.EpochsDone),
+		EpochTime:       prog.EpochTime,
+		DatasetBytes:    a.Spec.DatasetBytes,
+		CheckpointBytes: a.Spec.CheckpointBytes,
+		UserEstimate:    time.Duration(a.Spec.EstimateSeconds) * time.Second,
+	}
+	if st.FirstAdmitted != nil {
+		j.FirstStart = st.FirstAdmitted.Time
+	}
+	if st.LastAdmitted != nil {
+		j.LastStart = st.LastAdmitted.Time
+	}
+	if st.LastStopped != nil {
+		j.LastStop = st.LastStopped.Time
+	}
+	switch st.Phase {
+	case v1alpha1.AllocationAdmitted:
+		j.Phase = sched.Running
+		j.Placement = ToSlots(st.Placement)
+		if !j.LastStart.IsZero() && now.After(j.LastStart) {
+			j.Attained += time.Duration(int64(now.Sub(j.LastStart)) * int64(j.GPUs()))
+		}
+	case v1alpha1.AllocationPreempting, v1alpha1.AllocationSuspended:
+		j.Phase = sched.Suspending
+		j.Placement = ToSlots(st.Placement)
+		j.Suspend = &sched.SuspendState{Mode: sched.SuspendNow}
+		if c := st.Checkpoint; c != nil {
+			j.Suspend = &sched.SuspendState{Mode: sched.SuspendMode(c.Mode), For: c.For, Decided: c.Requested.Time, FreeAt: c.Deadline.Time}
+		}
+	case v1alpha1.AllocationFinished:
+		return nil
+	default:
+		j.Phase = sched.Queued
+		if len(st.Reserved) > 0 {
+			j.Reserved = ToSlots(st.Reserved)
+		}
+	}
+	return j
+}
+
+// NodeView is what the scheduler reads from a Node.
+type NodeView struct {
+	GPUResource     corev1.ResourceName
+	GPUProductLabel string
+}
+
+// SchedNode converts a Node; ok is false for a node without GPUs. A node is unschedulable
+// when it is cordoned or carries a NoSchedule or NoExecute taint.
+func (v NodeView) SchedNode(n *corev1.Node) (sched.Node, bool) {
+	q, ok := n.Status.Allocatable[v.GPUResource]
+	if !ok || q.Value() <= 0 {
+		return sched.Node{}, false
+	}
+	out := sched.Node{Name: n.Name, GPUModel: n.Labels[v.GPUProductLabel], GPUs: int32(q.Value()), Unschedulable: n.Spec.Unschedulable}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			out.Unschedulable = true
+		}
+	}
+	return out, true
+}
+
+// BuildSnapshot assembles the scheduling core's snapshot: nodes with GPUs, their used GPUs
+// from the placements of Allocations that hold GPUs, and every unfinished job. progress maps
+// a job ID to its pods' progress.
+func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocation, progress map[string]PodProgress, view NodeView) *sched.Snapshot {
+	s := &sched.Snapshot{Now: now}
+	idx := map[string]int{}
+	for i := range nodes {
+		if n, ok := view.SchedNode(&nodes[i]); ok {
+			idx[n.Name] = len(s.Nodes)
+			s.Nodes = append(s.Nodes, n)
+		}
+	}
+	for i := range allocs {
+		a := &allocs[i]
+		if HoldsGPUs(a) {
+			for node, g := range GPUsByNode(a.Status.Placement) {
+				if k, ok := idx[node]; ok {
+					s.Nodes[k].Used += g
+				}
+			}
+		}
+		if j := SchedJob(a, progress[JobID(a)], now); j != nil {
+			s.Jobs = append(s.Jobs, j)
+		}
+	}
+	return s
+}

@@ -1,0 +1,147 @@
+package setup
+
+import (
+	"fmt"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/controller"
+	"github.com/pickyman/pickyman/operator/internal/metrics"
+	"github.com/pickyman/pickyman/operator/internal/profilestore"
+	pmwebhook "github.com/pickyman/pickyman/operator/internal/webhook"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
+	"github.com/pickyman/pickyman/operator/pkg/policies"
+)
+
+// NewScheme returns a scheme with the Kubernetes types, PickyMan's API and the job kinds.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, kftraining.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Options are the settings that do not come from the configuration file.
+type Options struct {
+	// Clock drives the scheduler, deadlines and timestamps; the real clock if nil.
+	Clock clock.WithTicker
+	// Metrics are the collectors; new unregistered ones if nil (main passes registered ones).
+	Metrics *metrics.Metrics
+	// Webhooks enables the admission webhooks.
+	Webhooks bool
+	// WebhookHost and WebhookCertDir override the webhook server's (tests).
+	WebhookHost    string
+	WebhookCertDir string
+	// DisableMetricsServer turns the metrics endpoint off (tests run several managers).
+	DisableMetricsServer bool
+	// LeaderElectionID names the lease.
+	LeaderElectionID string
+}
+
+// New builds the operator's manager with every controller registered.
+func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl.Manager, *controller.Operator, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
+	}
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = "pickyman-operator.pickyman.dev"
+	}
+	policy, err := policies.New(conf.Policy.Name, policies.Options{Params: conf.Policy.Params})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Only pods of PickyMan jobs (they carry the Allocation label) are cached.
+	hasAlloc, err := labels.NewRequirement(v1alpha1.LabelAllocation, selection.Exists, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := conf.Manager
+	mopts := ctrl.Options{
+		Scheme:                  scheme,
+		HealthProbeBindAddress:  m.HealthProbeBindAddress,
+		LeaderElection:          m.LeaderElection,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: m.LeaderElectionNamespace,
+		Metrics:                 metricsserver.Options{BindAddress: m.MetricsBindAddress},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAlloc)},
+		}},
+	}
+	if opts.DisableMetricsServer {
+		mopts.Metrics.BindAddress = "0"
+	}
+	if opts.Webhooks {
+		wo := webhook.Options{Port: m.WebhookPort, CertDir: m.WebhookCertDir}
+		if opts.WebhookHost != "" {
+			wo.Host = opts.WebhookHost
+		}
+		if opts.WebhookCertDir != "" {
+			wo.CertDir = opts.WebhookCertDir
+		}
+		mopts.WebhookServer = webhook.NewServer(wo)
+	}
+	mgr, err := ctrl.NewManager(restCfg, mopts)
+	if err != nil {
+		return nil, nil, err
+	}
+	op := &controller.Operator{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Scheme:   scheme,
+		Recorder: mgr.GetEventRecorder("pickyman-operator"),
+		Clock:    opts.Clock,
+		Config:   conf,
+		Metrics:  opts.Metrics,
+		Profiles: profilestore.New(mgr.GetClient(), opts.Clock),
+	}
+	sch := controller.NewScheduler(op, policy, mgr.GetCache())
+	if err := mgr.Add(sch); err != nil {
+		return nil, nil, err
+	}
+	for _, in := range jobframework.Integrations() {
+		if err := (&controller.JobReconciler{Operator: op, Integration: in}).SetupWithManager(mgr); err != nil {
+			return nil, nil, fmt.Errorf("job controller %s: %w", in.GVK.Kind, err)
+		}
+	}
+	if err := (&controller.HandshakeReconciler{Operator: op}).SetupWithManager(mgr); err != nil {
+		return nil, nil, err
+	}
+	if err := (&controller.Binder{Operator: op}).SetupWithManager(mgr); err != nil {
+		return nil, nil, err
+	}
+	if opts.Webhooks {
+		pmwebhook.Setup(mgr, conf)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	return mgr, op, nil
+}

@@ -1,0 +1,150 @@
+package jobframework
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+)
+
+// GenericJob is a training job of some kind, wrapped by its adapter. Methods that change the
+// job change the wrapped object only; the caller writes it to the API server.
+type GenericJob interface {
+	// Object is the wrapped API object.
+	Object() client.Object
+	// GVK is the kind of the job.
+	GVK() schema.GroupVersionKind
+	// PodSets is the gang: one entry per replica type, in a stable order (the order the
+	// operator assigns placement slots in). It fails, naming the field, when the job has no
+	// usable gang (no GPU limit, different GPU counts per replica type).
+	PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error)
+	// PodTemplates returns the job's pod templates, keyed by pod-set name, for mutation.
+	PodTemplates() map[string]*corev1.PodTemplateSpec
+	// IsSuspended reports whether the job is suspended.
+	IsSuspended() bool
+	// Suspend sets the job's suspend field.
+	Suspend(suspended bool)
+	// Finished reports whether the job has ended, and whether it succeeded.
+	Finished() (finished, succeeded bool)
+	// PodSetOf maps a pod of the job to its pod-set name and index within the pod set.
+	PodSetOf(pod *corev1.Pod) (podSet string, index int32, ok bool)
+	// PodSelector selects the job's pods in its namespace.
+	PodSelector() map[string]string
+}
+
+// Integration describes a job kind the operator manages.
+type Integration struct {
+	GVK schema.GroupVersionKind
+	// NewObject returns an empty object of the kind; NewList an empty list.
+	NewObject func() client.Object
+	NewList   func() client.ObjectList
+	// Wrap adapts an object of the kind; it returns nil for an object of another kind.
+	Wrap func(obj client.Object) GenericJob
+}
+
+// Integrations lists the job kinds the operator manages.
+func Integrations() []Integration {
+	return []Integration{PyTorchJobIntegration}
+}
+
+// Wrap adapts obj with the first integration that accepts it, or returns nil.
+func Wrap(obj client.Object) GenericJob {
+	for _, in := range Integrations() {
+		if j := in.Wrap(obj); j != nil {
+			return j
+		}
+	}
+	return nil
+}
+
+// Managed reports whether a job is managed by PickyMan: it names a queue.
+func Managed(obj client.Object) bool {
+	_, ok := obj.GetLabels()[pickymanv1.LabelQueue]
+	return ok
+}
+
+// AllocationName is the name of the Allocation of a job of a kind: the lower-case kind and
+// the job name, so that jobs of different kinds never share an Allocation.
+func AllocationName(kind, job string) string {
+	return fmt.Sprintf("%s-%s", lowerASCII(kind), job)
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// Hints are what a job's labels and annotations tell about its training.
+type Hints struct {
+	Model           string
+	Epochs          int32
+	DatasetBytes    int64
+	CheckpointBytes int64
+	Estimate        time.Duration
+}
+
+// ReadHints parses the well-known labels and annotations of a job. A malformed value is an
+// error naming the annotation.
+func ReadHints(obj client.Object) (Hints, error) {
+	h := Hints{Model: obj.GetLabels()[pickymanv1.LabelModel]}
+	a := obj.GetAnnotations()
+	var errs []error
+	if v, ok := a[pickymanv1.AnnotationEpochs]; ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("annotation %s=%q: want a non-negative integer", pickymanv1.AnnotationEpochs, v))
+		}
+		h.Epochs = int32(n)
+	}
+	for key, dst := range map[string]*int64{
+		pickymanv1.AnnotationDatasetBytes:    &h.DatasetBytes,
+		pickymanv1.AnnotationCheckpointBytes: &h.CheckpointBytes,
+	} {
+		v, ok := a[key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("annotation %s=%q: want a non-negative integer", key, v))
+		}
+		*dst = n
+	}
+	if v, ok := a[pickymanv1.AnnotationEstimate]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("annotation %s=%q: want a duration such as 2h30m", pickymanv1.AnnotationEstimate, v))
+		}
+		h.Estimate = d
+	}
+	return h, errors.Join(errs...)
+}
+
+// GangShape reduces pod sets to the scheduling core's gang: workers of equal GPU count. It
+// fails when pod sets ask for different GPU counts or GPU models.
+func GangShape(sets []pickymanv1.PodSet) (workers, gpusPerWorker int32, gpuModel string, err error) {
+	for i, s := range sets {
+		if i == 0 {
+			gpusPerWorker, gpuModel = s.GPUsPerPod, s.GPUModel
+		}
+		if s.GPUsPerPod != gpusPerWorker {
+			return 0, 0, "", fmt.Errorf("pod set %s asks for %d GPUs per pod, %s for %d: a gang needs one GPU count", s.Name, s.GPUsPerPod, sets[0].Name, gpusPerWorker)
+		}
+		if s.GPUModel != gpuModel {
+			return 0, 0, "", fmt.Errorf("pod set %s asks for GPU model %q, %s for %q: a gang needs one GPU model", s.Name, s.GPUModel, sets[0].Name, gpuModel)
+		}
+		workers += s.Count
+	}
+	return workers, gpusPerWorker, gpuModel, nil
+}

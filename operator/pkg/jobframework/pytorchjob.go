@@ -1,0 +1,165 @@
+package jobframework
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+)
+
+// PyTorchJob adapts a Kubeflow training-operator v1 PyTorchJob.
+type PyTorchJob kftraining.PyTorchJob
+
+var _ GenericJob = (*PyTorchJob)(nil)
+
+// PyTorchJobGVK is kubeflow.org/v1 PyTorchJob.
+var PyTorchJobGVK = kftraining.GroupVersion.WithKind(kftraining.PyTorchJobKind)
+
+// PyTorchJobIntegration registers the PyTorchJob adapter.
+var PyTorchJobIntegration = Integration{
+	GVK:       PyTorchJobGVK,
+	NewObject: func() client.Object { return &kftraining.PyTorchJob{} },
+	NewList:   func() client.ObjectList { return &kftraining.PyTorchJobList{} },
+	Wrap: func(obj client.Object) GenericJob {
+		if j, ok := obj.(*kftraining.PyTorchJob); ok {
+			return (*PyTorchJob)(j)
+		}
+		return nil
+	},
+}
+
+// Object returns the PyTorchJob.
+func (j *PyTorchJob) Object() client.Object { return (*kftraining.PyTorchJob)(j) }
+
+// GVK returns kubeflow.org/v1 PyTorchJob.
+func (j *PyTorchJob) GVK() schema.GroupVersionKind { return PyTorchJobGVK }
+
+// replicaTypes returns the job's replica types: Master first, then the rest by name.
+func (j *PyTorchJob) replicaTypes() []kftraining.ReplicaType {
+	var out []kftraining.ReplicaType
+	for rt := range j.Spec.PyTorchReplicaSpecs {
+		out = append(out, rt)
+	}
+	slices.SortFunc(out, func(a, b kftraining.ReplicaType) int {
+		am, bm := a == kftraining.PyTorchJobReplicaTypeMaster, b == kftraining.PyTorchJobReplicaTypeMaster
+		switch {
+		case am && !bm:
+			return -1
+		case bm && !am:
+			return 1
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	return out
+}
+
+// PodSets returns one pod set per replica type, Master first. Every replica type must ask
+// for GPUs through a limit on gpuResource; the errors name the field.
+func (j *PyTorchJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error) {
+	var errs field.ErrorList
+	specs := field.NewPath("spec", "pytorchReplicaSpecs")
+	if len(j.Spec.PyTorchReplicaSpecs) == 0 {
+		return nil, field.ErrorList{field.Required(specs, "a PyTorchJob needs at least one replica type")}.ToAggregate()
+	}
+	var out []pickymanv1.PodSet
+	for _, rt := range j.replicaTypes() {
+		spec := j.Spec.PyTorchReplicaSpecs[rt]
+		p := specs.Key(string(rt))
+		if spec == nil {
+			errs = append(errs, field.Required(p, "replica spec is empty"))
+			continue
+		}
+		count := ptr.Deref(spec.Replicas, 1)
+		gpus := GPULimit(&spec.Template.Spec, corev1.ResourceName(gpuResource))
+		if gpus <= 0 && count > 0 {
+			errs = append(errs, field.Required(p.Child("template", "spec", "containers").Key("resources.limits").Key(gpuResource),
+				"every replica of a PickyMan job needs a GPU limit"))
+		}
+		out = append(out, pickymanv1.PodSet{
+			Name:       string(rt),
+			Count:      count,
+			GPUsPerPod: gpus,
+			GPUModel:   spec.Template.Spec.NodeSelector[gpuProductLabel],
+		})
+	}
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return out, nil
+}
+
+// GPULimit sums the limits on resource over the containers of a pod spec.
+func GPULimit(spec *corev1.PodSpec, resource corev1.ResourceName) int32 {
+	var n int64
+	for i := range spec.Containers {
+		if q, ok := spec.Containers[i].Resources.Limits[resource]; ok {
+			n += q.Value()
+		}
+	}
+	return int32(n)
+}
+
+// PodTemplates returns the pod template of each replica type.
+func (j *PyTorchJob) PodTemplates() map[string]*corev1.PodTemplateSpec {
+	out := make(map[string]*corev1.PodTemplateSpec, len(j.Spec.PyTorchReplicaSpecs))
+	for rt, spec := range j.Spec.PyTorchReplicaSpecs {
+		if spec != nil {
+			out[string(rt)] = &spec.Template
+		}
+	}
+	return out
+}
+
+// IsSuspended reports runPolicy.suspend.
+func (j *PyTorchJob) IsSuspended() bool { return ptr.Deref(j.Spec.RunPolicy.Suspend, false) }
+
+// Suspend sets runPolicy.suspend.
+func (j *PyTorchJob) Suspend(s bool) { j.Spec.RunPolicy.Suspend = ptr.To(s) }
+
+// Finished reports a Succeeded or Failed condition that is true.
+func (j *PyTorchJob) Finished() (finished, succeeded bool) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case kftraining.JobSucceeded:
+			return true, true
+		case kftraining.JobFailed:
+			finished = true
+		}
+	}
+	return finished, false
+}
+
+// PodSetOf reads the replica type and index labels the training-operator puts on pods. The
+// replica-type label is the lower-cased replica type.
+func (j *PyTorchJob) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
+	rt, ok := pod.Labels[kftraining.ReplicaTypeLabel]
+	if !ok || pod.Labels[kftraining.JobNameLabel] != j.Name {
+		return "", 0, false
+	}
+	idx, err := strconv.ParseInt(pod.Labels[kftraining.ReplicaIndexLabel], 10, 32)
+	if err != nil || idx < 0 {
+		return "", 0, false
+	}
+	for name := range j.Spec.PyTorchReplicaSpecs {
+		if strings.EqualFold(string(name), rt) {
+			return string(name), int32(idx), true
+		}
+	}
+	return "", 0, false
+}
+
+// PodSelector selects the pods the training-operator creates for the job.
+func (j *PyTorchJob) PodSelector() map[string]string {
+	return map[string]string{kftraining.JobNameLabel: j.Name}
+}
