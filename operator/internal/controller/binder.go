@@ -17,7 +17,6 @@ import (
 	"github.com/pickyman/pickyman/api/v1alpha1"
 )
 
-
 // Binder binds the pods of admitted jobs to their nodes. A pod with schedulerName pickyman
 // and no node goes to the node that its Allocation's placement gives its pod set and index
 // (see NodeFor); pods of jobs that are not Admitted stay pending.

@@ -25,7 +25,6 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
-
 // JobReconciler keeps a managed job and its Allocation in step, through the job kind's
 // adapter: it creates the Allocation (Queued) from the job, keeps the job suspended unless
 // its Allocation is Admitted, unsuspends an Admitted job with its templates pointing at the
@@ -40,7 +39,7 @@ type JobReconciler struct {
 // owning job.
 func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("job-" + r.Integration.GVK.Kind).
+		Named("job-"+r.Integration.GVK.Kind).
 		For(r.Integration.NewObject(), builder.WithPredicates(predicate.NewPredicateFuncs(jobframework.Managed))).
 		Watches(&v1alpha1.Allocation{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 			a := obj.(*v1alpha1.Allocation)

@@ -14,7 +14,6 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
-
 // Scheduler runs the scheduling cycle. It is a leader-elected runnable: one cycle at a
 // time, on changes (coalesced) and at the configured interval.
 type Scheduler struct {

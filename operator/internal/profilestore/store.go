@@ -21,7 +21,6 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/profile"
 )
 
-
 // Store is a profile.Store backed by ModelProfile objects.
 type Store struct {
 	c     client.Client
