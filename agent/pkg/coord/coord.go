@@ -25,7 +25,7 @@ type Coordinator struct {
 	Client   client.Client
 	Node     string
 	Registry *api.Registry
-	Clock    clock.Clock
+	Clock    clock.WithTicker
 	Log      logr.Logger
 	// Resync is the period of full lists (default 2s).
 	Resync time.Duration
