@@ -10,7 +10,8 @@
 // the clock and the progress of running jobs, reporting traffic and epochs to an observing
 // policy, (2) applies every event of that instant (finish, GPUs freed by a suspend, warm-up
 // done, reservation timeout, scheduling tick), (3) refreshes the snapshot, (4) calls the
-// policy once, (5) validates and applies the decisions, and (6) records the time series.
+// policy once if any job waits (with none queued there is nothing to decide), (5) validates
+// and applies the decisions, and (6) records the time series.
 // Progress is analytic: a running job's progress is a linear function of time after its
 // warm-up, so epochs cost no events. The snapshot is maintained incrementally: only jobs
 // that are not finished are in it, and a cycle costs time proportional to them.

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSimulateCommand(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"simulate", "--jobs", "150", "--cluster", "4x8", "--policies", "fifo,srtf", "--check", "--out", out})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("simulate: %v\n%s", err, stderr.String())
+	}
+	for _, f := range []string{"results.json", "jobs.csv", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Cluster  string                    `json:"cluster"`
+		Order    []string                  `json:"order"`
+		Policies map[string]map[string]any `json:"policies"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Cluster != "4x8" || strings.Join(res.Order, ",") != "fifo,srtf" {
+		t.Errorf("cluster %q, policies %v; want 4x8 and fifo,srtf", res.Cluster, res.Order)
+	}
+	for _, p := range res.Order {
+		if jobs := res.Policies[p]["jobs"].(float64) + res.Policies[p]["rejected"].(float64); jobs != 150 {
+			t.Errorf("%s: %v jobs finished or rejected, want 150", p, jobs)
+		}
+	}
+	if !strings.Contains(stdout.String(), "mean wait (s)") || !strings.Contains(stdout.String(), "srtf") {
+		t.Errorf("table missing from stdout:\n%s", stdout.String())
+	}
+}
+
+func TestSimulateFlagsErrors(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"unknown policy": {[]string{"--jobs", "5", "--policies", "nope"}, `unknown policy "nope"`},
+		"bad window":     {[]string{"--window", "10"}, "want FROM:TO"},
+		"empty window":   {[]string{"--window", "0:0"}, "no jobs"},
+		"bad cluster":    {[]string{"--cluster", "x"}, "cluster"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			root := NewRootCommand()
+			var sink bytes.Buffer
+			root.SetOut(&sink)
+			root.SetErr(&sink)
+			root.SetArgs(append([]string{"simulate", "--out", t.TempDir()}, tc.args...))
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
