@@ -104,28 +104,76 @@ func (c Preemptive) Run(p *Plan) Decisions {
 	p.AdmitReserved()
 	cands := slices.Clone(c.Candidates)
 	cands = slices.DeleteFunc(cands, func(j *Job) bool { return j.Phase != Running || p.Preempted(j.ID) })
+	// Victims leave cands lazily: taken marks them, and cands is compacted once a quarter
+	// of it is taken, so removal costs O(candidates) in all, not per preemption.
+	taken := make([]bool, len(cands))
+	nTaken := 0
+	// Within a cycle free GPUs only shrink and candidates only go, so a victim search that
+	// failed for a shape (model, GPUs per worker, workers) with some eligible prefix fails
+	// for any shape with as many workers or more and a prefix no longer: remember them.
+	var failed []failure
 	// 2. Serve the queue.
 	for _, q := range c.Queue {
 		// 3. Nothing more can change.
-		if len(cands) == 0 && p.View.FreeGPUs("") == 0 {
+		if len(cands) == nTaken && p.View.FreeGPUs("") == 0 {
 			break
 		}
 		if p.Pending(q) {
 			continue
 		}
 		if a := p.Admit(q); a != NoRoom {
+			if a == Started && len(q.Reserved) > 0 {
+				failed = nil // its unusable reservation's held GPUs went back to the pool
+			}
 			continue
 		}
 		n := sort.Search(len(cands), func(i int) bool { return !c.CanPreempt(q, cands[i]) })
-		if n == 0 {
+		if n == 0 || dominated(failed, q, n) {
 			continue
 		}
-		victims, placement, ok := p.View.FindVictims(q, cands[:n])
+		victims, placement, ok := p.View.findVictims(q, cands[:n], taken)
 		if !ok || len(victims) == 0 {
+			failed = append(failed, failure{model: q.GPUModel, per: q.GPUsPerWorker, workers: q.Workers, prefix: n})
 			continue
 		}
 		p.Preempt(q, victims, placement, c.Mode, c.Reason)
-		cands = slices.DeleteFunc(cands, func(j *Job) bool { return slices.Contains(victims, j) })
+		for i := 0; i < n; i++ {
+			if !taken[i] && slices.Contains(victims, cands[i]) {
+				taken[i] = true
+				nTaken++
+			}
+		}
+		if nTaken > len(cands)/4 {
+			cands = compact(cands, taken)
+			taken, nTaken = make([]bool, len(cands)), 0
+			failed = nil // prefixes are counted in the old positions
+		}
 	}
 	return p.Decisions()
+}
+
+// failure is a victim search that found no room.
+type failure struct {
+	model        string
+	per, workers int32
+	prefix       int
+}
+
+func dominated(failed []failure, q *Job, prefix int) bool {
+	for _, f := range failed {
+		if f.model == q.GPUModel && f.per == q.GPUsPerWorker && f.workers <= q.Workers && f.prefix >= prefix {
+			return true
+		}
+	}
+	return false
+}
+
+func compact(cands []*Job, taken []bool) []*Job {
+	out := cands[:0]
+	for i, j := range cands {
+		if !taken[i] {
+			out = append(out, j)
+		}
+	}
+	return out
 }

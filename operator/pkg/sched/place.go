@@ -163,6 +163,12 @@ func (g *modelGroup) capacity(per int32) int64 {
 // Candidates that are not Running are skipped. With no victims needed it returns an
 // empty set and a placement on free GPUs.
 func (v *View) FindVictims(q *Job, candidates []*Job) ([]*Job, []Slot, bool) {
+	return v.findVictims(q, candidates, nil)
+}
+
+// findVictims is FindVictims that also skips candidates[i] when skip[i] is set (skip may
+// be shorter than candidates or nil).
+func (v *View) findVictims(q *Job, candidates []*Job, skip []bool) ([]*Job, []Slot, bool) {
 	if q.Workers <= 0 || q.GPUsPerWorker <= 0 {
 		return nil, nil, false
 	}
@@ -209,11 +215,11 @@ func (v *View) FindVictims(q *Job, candidates []*Job) ([]*Job, []Slot, bool) {
 		}
 	}
 	ok := feasible()
-	for _, c := range candidates {
+	for ci, c := range candidates {
 		if ok {
 			break
 		}
-		if c.Phase != Running {
+		if c.Phase != Running || (ci < len(skip) && skip[ci]) {
 			continue
 		}
 		for _, sl := range c.Placement {
