@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Down stops the training-operator, deletes the kwokctl cluster and its files, and then
+// verifies that none of the cluster's processes is alive and none of their ports is open.
+// Down on a cluster that does not exist does nothing.
+func Down(ctx context.Context, o Options) error {
+	if _, err := os.Stat(o.Workdir()); os.IsNotExist(err) {
+		return nil
+	}
+	// 1. Record what runs, to verify afterwards.
+	pids := pidsIn(filepath.Join(o.Workdir(), "pids"))
+	if pid := readPid(o.operatorPid()); pid > 0 {
+		pids["training-operator"] = pid
+	}
+	ports := map[int]string{}
+	for name, pid := range pids {
+		for _, p := range listeningPorts(pid) {
+			ports[p] = name
+		}
+	}
+	// 2. The training-operator first, so it does not log errors about a vanished API server.
+	if pid := pids["training-operator"]; pid > 0 {
+		if err := stopPid(pid, 10*time.Second); err != nil {
+			return fmt.Errorf("stop training-operator: %w", err)
+		}
+	}
+	// 3. The control plane and the workdir.
+	if _, err := os.Stat(o.Binary("kwokctl")); err == nil {
+		if _, err := o.kwokctl(ctx, "delete", "cluster", "--name", o.Name); err != nil {
+			return err
+		}
+	}
+	// 4. Whatever survived (kwokctl missing or failing) is stopped by pid.
+	for _, pid := range pids {
+		_ = stopPid(pid, 5*time.Second)
+	}
+	if err := os.RemoveAll(o.Workdir()); err != nil {
+		return err
+	}
+	return verifyGone(pids, ports)
+}
+
+// verifyGone fails when a process is still alive or a port still accepts connections.
+func verifyGone(pids map[string]int, ports map[int]string) error {
+	var left []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left = left[:0]
+		for name, pid := range pids {
+			if alive(pid) {
+				left = append(left, fmt.Sprintf("process %s (pid %d)", name, pid))
+			}
+		}
+		for port, name := range ports {
+			if listening(port) {
+				left = append(left, fmt.Sprintf("port %d (%s)", port, name))
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		sort.Strings(left)
+		return fmt.Errorf("still running after down: %s", strings.Join(left, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// DefaultName is the name of the testbed cluster when none is given.
+const DefaultName = "pickyman"
+
+// Options says where the testbed's files are and what cluster to run.
+type Options struct {
+	// Name of the cluster; several can run side by side.
+	Name string
+	// Home holds kwokctl's work directory; the cluster's files are in Home/clusters/<Name>.
+	Home string
+	// BinDir holds the binaries that `make tools` builds.
+	BinDir string
+	// StagesDir holds the kwok Stage files (config/kwok).
+	StagesDir string
+	// CRDDir holds the training-operator's CRDs (copied from its module by `make tools`).
+	CRDDir string
+	// Pools are the fake GPU nodes to create.
+	Pools []Pool
+	// TrainingOperator starts the training-operator (default true from DefaultOptions).
+	TrainingOperator bool
+	// Timeout bounds each wait in Up.
+	Timeout time.Duration
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// DefaultOptions returns the options for the repository that contains dir (the working
+// directory when empty): bin/, config/kwok, .cache/pickyman. PICKYMAN_CLUSTER_HOME and
+// PICKYMAN_BIN override the home and the binaries directory. Outside the repository the home
+// is $HOME/.pickyman.
+func DefaultOptions(dir string) Options {
+	o := Options{Name: DefaultName, TrainingOperator: true, Timeout: 2 * time.Minute}
+	root, err := RepoRoot(dir)
+	if err == nil {
+		o.Home = filepath.Join(root, ".cache", "pickyman")
+		o.BinDir = filepath.Join(root, "bin")
+		o.StagesDir = filepath.Join(root, "config", "kwok")
+	} else if home, herr := os.UserHomeDir(); herr == nil {
+		o.Home = filepath.Join(home, ".pickyman")
+		o.BinDir = filepath.Join(o.Home, "bin")
+	}
+	if v := os.Getenv("PICKYMAN_CLUSTER_HOME"); v != "" {
+		o.Home = v
+	}
+	if v := os.Getenv("PICKYMAN_BIN"); v != "" {
+		o.BinDir = v
+	}
+	o.CRDDir = filepath.Join(o.BinDir, "training-operator-crds")
+	return o
+}
+
+// modulePath is the product module; RepoRoot looks for its go.mod.
+const modulePath = "github.com/pickyman/pickyman"
+
+// RepoRoot returns the directory of the product's go.mod at or above dir.
+func RepoRoot(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		dir = wd
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the pickyman repository")
+		}
+		dir = parent
+	}
+}
+
+// Workdir is the cluster's directory: kwokctl's files, the kubeconfig, the logs.
+func (o Options) Workdir() string { return filepath.Join(o.Home, "clusters", o.Name) }
+
+// Kubeconfig is the path of the cluster's kubeconfig.
+func (o Options) Kubeconfig() string { return filepath.Join(o.Workdir(), "kubeconfig.yaml") }
+
+// Binary is the path of a tool binary.
+func (o Options) Binary(name string) string { return filepath.Join(o.BinDir, name) }
+
+// ControlPlaneBinaries are the binaries kwokctl runs, by its flag name.
+var ControlPlaneBinaries = []struct{ Flag, Name string }{
+	{"--etcd-binary", "etcd"},
+	{"--kube-apiserver-binary", "kube-apiserver"},
+	{"--kube-controller-manager-binary", "kube-controller-manager"},
+	{"--kube-scheduler-binary", "kube-scheduler"},
+	{"--kwok-controller-binary", "kwok"},
+}
+
+// MissingBinaries lists the binaries Up needs that are not in BinDir.
+func (o Options) MissingBinaries() []string {
+	names := []string{"kwokctl"}
+	for _, b := range ControlPlaneBinaries {
+		names = append(names, b.Name)
+	}
+	if o.TrainingOperator {
+		names = append(names, "training-operator")
+	}
+	var missing []string
+	for _, n := range names {
+		if _, err := os.Stat(o.Binary(n)); err != nil {
+			missing = append(missing, o.Binary(n))
+		}
+	}
+	return missing
+}
+
+func (o Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
