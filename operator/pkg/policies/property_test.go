@@ -198,8 +198,13 @@ func BenchmarkSchedule(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			p := newPolicy(b, name, nil)
 			b.ReportAllocs()
+			cpu0, n := processCPU(), 0
 			for b.Loop() {
 				p.Schedule(s)
+				n++
+			}
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/op")
 			}
 		})
 	}
