@@ -1,0 +1,100 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	utiltesting "github.com/pickyman/pickyman/internal/testing"
+)
+
+// The validating webhook rejects bad jobs naming the field and the reason; the mutating
+// webhook suspends new jobs and leaves unmanaged ones alone.
+func TestWebhooks(t *testing.T) {
+	ns := newNamespace(t)
+	makeNodes(t, 8, "wh-a")
+	startOperator(t, testConfig("fifo"))
+	ctx := context.Background()
+
+	rejected := map[string]struct {
+		job  *kftraining.PyTorchJob
+		want []string
+	}{
+		"no gpu limit": {
+			job:  utiltesting.MakePyTorchJob("nogpu", ns).Workers(1, -1).Obj(),
+			want: []string{"spec.pytorchReplicaSpecs[Worker]", "nvidia.com/gpu", "GPU limit"},
+		},
+		"fits no node": {
+			job:  utiltesting.MakePyTorchJob("huge", ns).Master(16).Obj(),
+			want: []string{"spec.pytorchReplicaSpecs[Master]", "fits on no node", "8 GPUs"},
+		},
+		"unknown queue": {
+			job:  utiltesting.MakePyTorchJob("q", ns).Queue("nope").Obj(),
+			want: []string{"metadata.labels[pickyman.dev/queue]", `"nope"`},
+		},
+	}
+	for name, tc := range rejected {
+		t.Run(name, func(t *testing.T) {
+			err := k8s.Create(ctx, tc.job)
+			if err == nil {
+				t.Fatal("created, want rejected")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+
+	t.Run("managed job is created suspended", func(t *testing.T) {
+		job := utiltesting.MakePyTorchJob("ok", ns).Master(8).Suspend(false).Obj()
+		if err := k8s.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		tmpl := job.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template
+		if job.Spec.RunPolicy.Suspend == nil || !*job.Spec.RunPolicy.Suspend {
+			t.Errorf("suspend %v, want true at creation", job.Spec.RunPolicy.Suspend)
+		}
+		if tmpl.Spec.SchedulerName != v1alpha1.SchedulerName || tmpl.Labels[v1alpha1.LabelAllocation] != "pytorchjob-ok" {
+			t.Errorf("template scheduler %q label %q", tmpl.Spec.SchedulerName, tmpl.Labels[v1alpha1.LabelAllocation])
+		}
+	})
+
+	t.Run("unmanaged job is left alone", func(t *testing.T) {
+		job := utiltesting.MakePyTorchJob("free", ns).Queue("").Workers(1, -1).Obj()
+		if err := k8s.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		if job.Spec.RunPolicy.Suspend != nil || job.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template.Spec.SchedulerName != "" {
+			t.Error("unmanaged job was mutated")
+		}
+	})
+
+	t.Run("admitted job keeps its gang shape and queue", func(t *testing.T) {
+		waitPhase(t, ns, "ok", v1alpha1.AllocationAdmitted, 20*time.Second)
+		for name, edit := range map[string]func(j *kftraining.PyTorchJob){
+			"workers": func(j *kftraining.PyTorchJob) {
+				j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker] = utiltesting.MakePyTorchJob("x", ns).Workers(2, 8).Obj().Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker]
+			},
+			"queue": func(j *kftraining.PyTorchJob) { j.Labels[v1alpha1.LabelQueue] = "high" },
+		} {
+			job := &kftraining.PyTorchJob{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ok"}, job); err != nil {
+				t.Fatal(err)
+			}
+			edit(job)
+			err := k8s.Update(ctx, job)
+			if err == nil || !strings.Contains(err.Error(), "admitted job cannot change") {
+				t.Errorf("%s edit: error %v, want a rejection", name, err)
+			}
+		}
+	})
+}
