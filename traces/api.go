@@ -174,7 +174,7 @@ func newReader(rs io.ReadSeeker, name, path string, opts Options) (*reader, erro
 	} else if !slices.Contains(Formats, format) {
 		return nil, fmt.Errorf("traces: unknown format %q (formats: %v)", format, Formats)
 	}
-	open, absolute, err := opener(format, path, opts)
+	open, absolute, err := opener(format, name, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -208,12 +208,15 @@ func csvOpener(f *csvFormat) openFunc {
 }
 
 // opener returns how to open a format's source and whether its submit times are timestamps.
-func opener(format Format, path string, opts Options) (openFunc, bool, error) {
+func opener(format Format, name, path string, opts Options) (openFunc, bool, error) {
 	switch format {
 	case FormatPhillyJSON:
 		return func(r io.Reader, name string) (source, error) { return newPhillySource(r, name) }, true, nil
 	case FormatPAI:
 		tasks := opts.PAITaskTable
+		if tasks == "" && path == "" {
+			return nil, false, fmt.Errorf("traces: %s: the PAI job table needs its task table; set Options.PAITaskTable", name)
+		}
 		if tasks == "" {
 			var err error
 			if tasks, err = paiTaskTablePath(path); err != nil {

@@ -8,8 +8,9 @@ import (
 )
 
 // BenchmarkReadPhilly streams all of philly.csv (82,247 jobs; two passes, the first finding
-// the earliest timestamp) with synthesis. Run: make bench-traces, or
-// go test -run '^$' -bench ReadPhilly -benchmem ./traces
+// the earliest timestamp) with synthesis. Run:
+//
+//	go test -run '^$' -bench ReadPhilly -benchmem ./traces
 func BenchmarkReadPhilly(b *testing.B) {
 	path := tracePath(b, "philly-adaptdl/philly.csv")
 	st, err := os.Stat(path)

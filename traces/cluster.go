@@ -137,7 +137,13 @@ func parseClusterFile(r io.Reader, name, source string) (Cluster, error) {
 	switch {
 	case hasAll(cols, tiresiasClusterColumns):
 		gpuCol = "num_gpu_p_node"
-		perRow = func(r *row) int64 { return r.int("num_switch") * r.int("num_node_p_switch") }
+		perRow = func(r *row) int64 {
+			sw, nodes := r.int("num_switch"), r.int("num_node_p_switch")
+			if sw <= 0 || nodes <= 0 || sw > 1<<20 || nodes > 1<<20 {
+				return 0
+			}
+			return sw * nodes
+		}
 		countCol = "num_node_p_switch"
 	case hasAll(cols, openbNodeColumns):
 		gpuCol, modelCol = "gpu", "model"

@@ -73,6 +73,22 @@ func TestReadErrors(t *testing.T) {
 				"p0,12000,16384,1,460,,LS,Running,10,15,20\n",
 			wantErr: `pods.csv:2: column "deletion_time": deletion before scheduling (15 < 20)`, wantLine: 2,
 		},
+		"openb negative GPUs": {
+			name: "pods.csv",
+			content: "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n" +
+				"p0,12000,16384,-1,460,,LS,Running,10,1010,20\n",
+			wantErr: `pods.csv:2: column "num_gpu": GPU count must be positive, got -1`, wantLine: 2,
+		},
+		"helios bad duration": {
+			name: "cluster_log.csv",
+			content: "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n" +
+				"j1,u1,vcA,8,32,1,COMPLETED,2020-04-01 00:00:10,2020-04-01 00:01:00,2020-04-01 01:01:00,1h,50\n",
+			wantErr: `cluster_log.csv:2: column "duration": invalid duration "1h"`, wantLine: 2,
+		},
+		"pai without its task table": {
+			name: "pai_job_table.csv", content: "jobA,i,u,Terminated,100,50\n",
+			wantErr: "traces: pai_job_table.csv: the PAI job table needs its task table; set Options.PAITaskTable",
+		},
 		"missing column when forced": {
 			name: "x.csv", content: "a,b\n1,2\n", opts: Options{Format: FormatBlox},
 			wantErr: `x.csv:1: column "job_id": missing column`, wantLine: 1,

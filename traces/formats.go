@@ -142,12 +142,16 @@ func parseOpenB(r *row) (Job, error) {
 	if n == 0 {
 		return Job{}, errSkip
 	}
+	if n < 0 || n > maxGPUs {
+		r.checkGPUs("num_gpu", n)
+		return j, nil
+	}
 	milli := r.int("gpu_milli")
 	if r.err == nil && milli <= 0 {
 		r.failf("gpu_milli", "GPU share must be positive, got %d", milli)
 	}
 	per := roundUpGPUs(float64(milli) / 1000)
-	if r.err == nil && n > 0 && per > maxGPUs/n {
+	if r.err == nil && per > maxGPUs/n {
 		r.failf("gpu_milli", "GPU count out of range")
 	}
 	j.GPUs = r.checkGPUs("num_gpu", n*per)

@@ -192,6 +192,12 @@ func TestPAIReadsTheTaskTableBeside(t *testing.T) {
 		t.Errorf("skipped = %d, want 2", skipped)
 	}
 
+	files["pai_job_table.csv"] = "jobA,inst1,userX,Terminated,1584662281,1584658681\n"
+	_, _, err = readRawFiles(t, files, "pai_job_table.csv", Options{})
+	if want := `pai_job_table.csv:1: column "end_time": end before start (1584658681 < 1584662281)`; err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %s", err, want)
+	}
+
 	delete(files, "pai_task_table.csv")
 	if _, _, err := readRawFiles(t, files, "pai_job_table.csv", Options{}); err == nil {
 		t.Error("no error without the task table")
