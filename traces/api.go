@@ -141,6 +141,10 @@ func ReadAll(path string, opts Options) ([]Job, error) {
 	return readAll(r)
 }
 
+// Collect reads the rest of r and returns the jobs in arrival order, as ReadAll does; it lets
+// a caller that opened a trace (to learn its Format, say) read it without opening it again.
+func Collect(r Reader) ([]Job, error) { return readAll(r) }
+
 func readAll(r Reader) ([]Job, error) {
 	var jobs []Job
 	for {

@@ -42,3 +42,23 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+func TestCollectSortsByArrival(t *testing.T) {
+	const trace = "job_id,num_gpus,submit_time,duration,model,batch_size\n" +
+		"a,1,30,100,m,1\nb,1,10,100,m,1\nc,1,30,100,m,1\nd,1,0,100,m,1\n"
+	r, err := newReader(bytes.NewReader([]byte(trace)), "blox.csv", "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := Collect(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, j := range jobs {
+		ids = append(ids, j.ID)
+	}
+	if diff := cmpDiff([]string{"d", "b", "a", "c"}, ids); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
