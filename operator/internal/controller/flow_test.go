@@ -1,0 +1,279 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	utiltesting "github.com/pickyman/pickyman/internal/testing"
+	"github.com/pickyman/pickyman/operator/internal/metrics"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
+	"github.com/pickyman/pickyman/operator/pkg/policies"
+)
+
+// harness runs the operator's reconcilers and scheduling cycle by hand on a fake API server
+// and a fake clock.
+type harness struct {
+	t     *testing.T
+	c     client.Client
+	clock *clocktesting.FakeClock
+	op    *Operator
+	jobs  *JobReconciler
+	hs    *HandshakeReconciler
+	sched *Scheduler
+}
+
+func newHarness(t *testing.T, policy string, objs ...client.Object) *harness {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, kftraining.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}, &kftraining.PyTorchJob{}).Build()
+	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}, {Name: "high", Priority: 100}}, Policy: configv1.Policy{Name: policy}}
+	conf.Default()
+	clk := clocktesting.NewFakeClock(utiltesting.Epoch)
+	op := &Operator{Client: c, Reader: c, Scheme: s, Clock: clk, Config: conf, Metrics: metrics.New()}
+	pol, err := policies.New(policy, policies.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, c: c, clock: clk, op: op}
+	h.sched = NewScheduler(op, pol, nil)
+	h.jobs = &JobReconciler{Operator: op, Integration: jobframework.PyTorchJobIntegration}
+	h.hs = &HandshakeReconciler{Operator: op}
+	return h
+}
+
+func gpuNode(name string, gpus int64) *corev1.Node {
+	q := *resource.NewQuantity(gpus, resource.DecimalSI)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": q}},
+	}
+}
+
+func (h *harness) reconcileJob(name string) {
+	h.t.Helper()
+	if _, err := h.jobs.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}); err != nil {
+		h.t.Fatalf("job %s: %v", name, err)
+	}
+}
+
+func (h *harness) handshake(job string) ctrl.Result {
+	h.t.Helper()
+	res, err := h.hs.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "pytorchjob-" + job}})
+	if err != nil {
+		h.t.Fatalf("handshake %s: %v", job, err)
+	}
+	return res
+}
+
+func (h *harness) cycle() {
+	h.t.Helper()
+	if err := h.sched.Cycle(context.Background()); err != nil {
+		h.t.Fatalf("cycle: %v", err)
+	}
+}
+
+func (h *harness) alloc(job string) *v1alpha1.Allocation {
+	h.t.Helper()
+	a := &v1alpha1.Allocation{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "pytorchjob-" + job}, a); err != nil {
+		h.t.Fatal(err)
+	}
+	return a
+}
+
+func (h *harness) job(name string) *kftraining.PyTorchJob {
+	h.t.Helper()
+	j := &kftraining.PyTorchJob{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, j); err != nil {
+		h.t.Fatal(err)
+	}
+	return j
+}
+
+// createPods creates a job's pods as the training-operator would.
+func (h *harness) createPods(name string) []*corev1.Pod {
+	h.t.Helper()
+	j := h.job(name)
+	var out []*corev1.Pod
+	for rt, spec := range j.Spec.PyTorchReplicaSpecs {
+		for i := range *spec.Replicas {
+			p := utiltesting.MakePod(j, rt, i)
+			if err := h.c.Create(context.Background(), p); err != nil {
+				h.t.Fatal(err)
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (h *harness) wantPhase(job string, want v1alpha1.AllocationPhase) *v1alpha1.Allocation {
+	h.t.Helper()
+	a := h.alloc(job)
+	if a.Status.Phase != want {
+		h.t.Fatalf("allocation of %s is %q, want %q (conditions %+v)", job, a.Status.Phase, want, a.Status.Conditions)
+	}
+	return a
+}
+
+func TestStartAndPreemptFlow(t *testing.T) {
+	low := utiltesting.MakePyTorchJob("low", "ns").Master(8).Workers(1, 8).Suspend(false).Obj()
+	h := newHarness(t, "kueue", gpuNode("a", 8), gpuNode("b", 8), low)
+
+	// Submission: the Allocation is created Queued and the job is suspended.
+	h.reconcileJob("low")
+	h.wantPhase("low", v1alpha1.AllocationQueued)
+	if !(*jobframework.PyTorchJob)(h.job("low")).IsSuspended() {
+		t.Fatal("queued job runs")
+	}
+
+	// Start: Admitted with a placement on both nodes, job unsuspended with PickyMan templates.
+	h.cycle()
+	a := h.wantPhase("low", v1alpha1.AllocationAdmitted)
+	if got := GPUsByNode(a.Status.Placement); got["a"] != 8 || got["b"] != 8 {
+		t.Fatalf("placement %v, want 8 GPUs on a and b", a.Status.Placement)
+	}
+	j := h.job("low")
+	if (*jobframework.PyTorchJob)(j).IsSuspended() {
+		t.Fatal("admitted job is suspended")
+	}
+	tmpl := j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template
+	if tmpl.Spec.SchedulerName != v1alpha1.SchedulerName || tmpl.Annotations[protocol.AnnotationResumeFrom] == "" {
+		t.Fatalf("template not PickyMan's: scheduler %q annotations %v", tmpl.Spec.SchedulerName, tmpl.Annotations)
+	}
+	pods := h.createPods("low")
+
+	// A higher-priority job preempts it: Preempting with a request on every pod.
+	high := utiltesting.MakePyTorchJob("high", "ns").Queue("high").Master(8).Obj()
+	if err := h.c.Create(context.Background(), high); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileJob("high")
+	h.cycle()
+	a = h.wantPhase("low", v1alpha1.AllocationPreempting)
+	id := a.Status.Checkpoint.ID
+	h.cycle() // a second cycle decides nothing new for the victim
+	if again := h.alloc("low"); again.Status.Checkpoint.ID != id || again.Status.Preemptions != 1 {
+		t.Fatalf("second cycle changed the request: %+v, preemptions %d", again.Status.Checkpoint, again.Status.Preemptions)
+	}
+	h.wantPhase("high", v1alpha1.AllocationQueued)
+
+	// Waiting for acknowledgements: stays Preempting, requeued until the deadline.
+	if res := h.handshake("low"); res.RequeueAfter <= 0 {
+		t.Fatalf("handshake did not wait: %+v", res)
+	}
+	h.wantPhase("low", v1alpha1.AllocationPreempting)
+	for _, p := range pods {
+		cur := &corev1.Pod{}
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(p), cur); err != nil {
+			t.Fatal(err)
+		}
+		var req protocol.CheckpointRequest
+		if err := json.Unmarshal([]byte(cur.Annotations[protocol.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id || req.Mode != protocol.ModeNow {
+			t.Fatalf("pod %s request %q, want id %s mode now", p.Name, cur.Annotations[protocol.AnnotationCheckpointRequest], id)
+		}
+		ackJSON, _ := json.Marshal(protocol.CheckpointAck{RequestID: id, Epoch: 5, Path: "/ckpt"})
+		cur.Annotations[protocol.AnnotationCheckpointAck] = string(ackJSON)
+		if err := h.c.Update(context.Background(), cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Every pod acknowledged: Suspended, job suspended, GPUs still held while pods exist.
+	h.handshake("low")
+	a = h.wantPhase("low", v1alpha1.AllocationSuspended)
+	if a.Status.ResumeEpoch != 5 || len(a.Status.Placement) == 0 {
+		t.Fatalf("resume epoch %d placement %v, want 5 and kept", a.Status.ResumeEpoch, a.Status.Placement)
+	}
+	if !(*jobframework.PyTorchJob)(h.job("low")).IsSuspended() {
+		t.Fatal("acknowledged job is not suspended")
+	}
+	h.handshake("low")
+	h.wantPhase("low", v1alpha1.AllocationSuspended)
+	h.cycle()
+	h.wantPhase("high", v1alpha1.AllocationQueued)
+
+	// Pods gone: Queued again, GPUs free, the preemptor starts on them.
+	for _, p := range pods {
+		if err := h.c.Delete(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.clock.Step(time.Minute)
+	h.handshake("low")
+	a = h.wantPhase("low", v1alpha1.AllocationQueued)
+	if len(a.Status.Placement) != 0 || a.Status.AttainedGPUSeconds != 16*60 {
+		t.Fatalf("placement %v attained %d, want none and %d", a.Status.Placement, a.Status.AttainedGPUSeconds, 16*60)
+	}
+	h.cycle()
+	h.wantPhase("high", v1alpha1.AllocationAdmitted)
+}
+
+func TestFinishedJobFreesGPUs(t *testing.T) {
+	job := utiltesting.MakePyTorchJob("done", "ns").Master(8).Obj()
+	h := newHarness(t, "fifo", gpuNode("a", 8), job)
+	h.reconcileJob("done")
+	h.cycle()
+	h.wantPhase("done", v1alpha1.AllocationAdmitted)
+	j := h.job("done")
+	j.Status.Conditions = append(j.Status.Conditions, kftraining.JobCondition{Type: kftraining.JobSucceeded, Status: corev1.ConditionTrue})
+	if err := h.c.Status().Update(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileJob("done")
+	a := h.wantPhase("done", v1alpha1.AllocationFinished)
+	if len(a.Status.Placement) != 0 || a.Status.Finished == nil {
+		t.Fatalf("finished allocation keeps placement %v (finished %v)", a.Status.Placement, a.Status.Finished)
+	}
+}
+
+func TestDeadlineSuspendsWithoutAcks(t *testing.T) {
+	low := utiltesting.MakePyTorchJob("low", "ns").Master(8).Obj()
+	high := utiltesting.MakePyTorchJob("high", "ns").Queue("high").Master(8).Obj()
+	h := newHarness(t, "kueue", gpuNode("a", 8), low, high)
+	h.reconcileJob("low")
+	h.cycle()
+	h.createPods("low")
+	h.reconcileJob("high")
+	h.cycle()
+	h.wantPhase("low", v1alpha1.AllocationPreempting)
+	h.handshake("low")
+	h.wantPhase("low", v1alpha1.AllocationPreempting)
+	h.clock.Step(h.op.Config.Checkpoint.NowDeadline.Duration)
+	h.handshake("low")
+	a := h.wantPhase("low", v1alpha1.AllocationSuspended)
+	if r := condReason(a, v1alpha1.ConditionSuspended); r != "DeadlineExceeded" {
+		t.Fatalf("Suspended reason %q, want DeadlineExceeded", r)
+	}
+}
+
+func condReason(a *v1alpha1.Allocation, typ string) string {
+	for _, c := range a.Status.Conditions {
+		if c.Type == typ {
+			return c.Reason
+		}
+	}
+	return ""
+}
