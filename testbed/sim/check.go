@@ -17,7 +17,6 @@ func (e *Engine) checkState(t time.Duration) error {
 	for node, g := range sched.NewIndex(&e.snap).ReservedOn() {
 		committed[e.nodeIndex[node]] += g
 	}
-	holders := make([]string, len(e.nodes))
 	queued, holding := 0, 0
 	for _, j := range e.active {
 		if j.finished {
@@ -34,7 +33,6 @@ func (e *Engine) checkState(t time.Duration) error {
 		for _, s := range j.s.Placement {
 			ni := e.nodeIndex[s.Node]
 			used[ni] += s.GPUs
-			holders[ni] += " " + j.s.ID
 			committed[ni] += s.GPUs
 		}
 		if p := j.progressAt(t); p < 0 || p > j.work || j.p0 < 0 || j.ckpt < 0 || j.ckpt > j.work {
@@ -43,14 +41,23 @@ func (e *Engine) checkState(t time.Duration) error {
 	}
 	for i := range e.nodes {
 		n := &e.nodes[i]
+		if used[i] == n.Used && n.Used <= n.GPUs && committed[i] <= n.GPUs {
+			continue
+		}
+		var holders string
+		for _, j := range e.active {
+			if !j.finished && sched.GPUsOn(j.s.Placement, n.Name) > 0 {
+				holders += " " + j.s.ID
+			}
+		}
 		if used[i] != n.Used {
-			return fmt.Errorf("sim: at %v node %s counts %d GPUs used, its jobs (%s) hold %d", t, n.Name, n.Used, holders[i], used[i])
+			return fmt.Errorf("sim: at %v node %s counts %d GPUs used, its jobs (%s) hold %d", t, n.Name, n.Used, holders, used[i])
 		}
 		if n.Used > n.GPUs {
-			return fmt.Errorf("sim: at %v node %s is over-committed: %d of %d GPUs held by%s", t, n.Name, n.Used, n.GPUs, holders[i])
+			return fmt.Errorf("sim: at %v node %s is over-committed: %d of %d GPUs held by%s", t, n.Name, n.Used, n.GPUs, holders)
 		}
 		if committed[i] > n.GPUs {
-			return fmt.Errorf("sim: at %v node %s is over-committed counting reservations: %d of %d GPUs (held by%s, %d reserved)", t, n.Name, committed[i], n.GPUs, holders[i], committed[i]-used[i])
+			return fmt.Errorf("sim: at %v node %s is over-committed counting reservations: %d of %d GPUs (held by%s, %d reserved)", t, n.Name, committed[i], n.GPUs, holders, committed[i]-used[i])
 		}
 	}
 	if queued != e.queued || holding != e.holding {
