@@ -16,6 +16,7 @@ import (
 //   - victims are taken in ascending cost per freed GPU, cost_v / G_v, until the free GPUs
 //     and the freed ones make a gang placement for q; then every victim q does not need is
 //     dropped (reverse pass, sched.View.FindVictims);
+//   - the search looks at the MaxScan cheapest candidates at most, which bounds its work;
 //   - the group is preempted only if the waiting time it saves q, the natural wait minus
 //     the time until the victims' GPUs are free (max s_v), exceeds Gain x the sum of the
 //     victims' costs.
@@ -70,7 +71,8 @@ func (c *cycle) divide(q waiting) {
 	var victims []*sched.Job
 	var placement []sched.Slot
 	ok := false
-	for limit := 64; ; limit *= 4 {
+	for limit := 64; limit <= c.opts.MaxScan*4; limit *= 4 {
+		limit = min(limit, c.opts.MaxScan)
 		exhausted := false
 		for len(order) < limit {
 			v := next()
@@ -82,7 +84,7 @@ func (c *cycle) divide(q waiting) {
 			picked = append(picked, v)
 		}
 		victims, placement, ok = c.plan.View.FindVictims(q.j, order)
-		if ok || exhausted {
+		if ok || exhausted || limit == c.opts.MaxScan {
 			break
 		}
 	}
@@ -121,6 +123,6 @@ func (c *cycle) divide(q waiting) {
 		v.taken = true
 		c.left--
 		c.chosen[v.j.ID] = v
+		c.victims[v.j] = true
 	}
-	c.byEndStale = true
 }

@@ -32,13 +32,15 @@ const Name = "pickyman"
 const Reason = "OrderedDivision"
 
 // Options configure the policy; start from DefaultOptions. New replaces the fields whose zero
-// value is meaningless (MaxConsidered, Unknown, Budget, Gain, Predictor, Overhead) with their
+// value is meaningless (MaxConsidered, MaxScan, Unknown, Budget, Gain, Predictor, Overhead) with their
 // defaults.
 type Options struct {
 	Variant Variant
 	// MaxConsidered bounds how many waiting jobs that do not fit get a victim search per
 	// cycle (the first in queue order), which bounds the work of a cycle.
 	MaxConsidered int
+	// MaxScan bounds how many candidates, cheapest first, one victim search considers.
+	MaxScan int
 	// Aging is how many seconds a waiting job's sort key drops per second it has waited:
 	// key = predicted remaining time - Aging x waiting time (see the package doc).
 	Aging float64
@@ -70,6 +72,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		MaxConsidered: 32,
+		MaxScan:       256,
 		Aging:         0.5,
 		Unknown:       time.Hour,
 		Protect:       10 * time.Minute,
@@ -85,6 +88,9 @@ func (o *Options) defaults() {
 	d := DefaultOptions()
 	if o.MaxConsidered <= 0 {
 		o.MaxConsidered = d.MaxConsidered
+	}
+	if o.MaxScan <= 0 {
+		o.MaxScan = d.MaxScan
 	}
 	if o.Aging < 0 {
 		o.Aging = 0
@@ -154,6 +160,7 @@ func FromParams(name string, params map[string]string) (*Policy, error) {
 		}
 	}
 	num("maxconsidered", func(f float64) { o.MaxConsidered = int(f) })
+	num("maxscan", func(f float64) { o.MaxScan = int(f) })
 	num("aging", func(f float64) { o.Aging = f })
 	dur("unknown", func(d time.Duration) { o.Unknown = d })
 	dur("protect", func(d time.Duration) { o.Protect = d })
