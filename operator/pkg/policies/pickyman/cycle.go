@@ -39,7 +39,7 @@ type cycle struct {
 	nodeIndex map[string]int
 	// natural caches naturalWait by gang shape for the cycle.
 	natural map[shape]waitResult
-	scratch    []*sched.Job
+	scratch []*sched.Job
 }
 
 // ending is a running job and its predicted remaining time.
