@@ -41,6 +41,9 @@ type Options struct {
 	MaxConsidered int
 	// MaxScan bounds how many candidates, cheapest first, one victim search considers.
 	MaxScan int
+	// Refresh is the longest time between two full cycles when no job arrived, started,
+	// was suspended or resumed, or finished (see Schedule).
+	Refresh time.Duration
 	// Aging is how many seconds a waiting job's sort key drops per second it has waited:
 	// key = predicted remaining time - Aging x waiting time (see the package doc).
 	Aging float64
@@ -73,6 +76,7 @@ func DefaultOptions() Options {
 	return Options{
 		MaxConsidered: 32,
 		MaxScan:       256,
+		Refresh:       10 * time.Minute,
 		Aging:         0.5,
 		Unknown:       time.Hour,
 		Protect:       10 * time.Minute,
@@ -114,8 +118,8 @@ func (o *Options) defaults() {
 
 // FromParams builds the policy registered as name ("pickyman" or "pickyman-<variant>")
 // from name=value parameters; it deletes every parameter it reads, so the caller can
-// report the rest as unknown. Parameters: maxconsidered, aging, unknown, protect, budget,
-// gpucost, gain (numbers; durations as Go durations or seconds), smoothing (median|ewma).
+// report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, budget,
+// gpucost, gain, refresh (numbers; durations as Go durations or seconds), smoothing (median|ewma).
 func FromParams(name string, params map[string]string) (*Policy, error) {
 	o := DefaultOptions()
 	switch name {
@@ -163,6 +167,7 @@ func FromParams(name string, params map[string]string) (*Policy, error) {
 	num("maxscan", func(f float64) { o.MaxScan = int(f) })
 	num("aging", func(f float64) { o.Aging = f })
 	dur("unknown", func(d time.Duration) { o.Unknown = d })
+	dur("refresh", func(d time.Duration) { o.Refresh = d })
 	dur("protect", func(d time.Duration) { o.Protect = d })
 	num("budget", func(f float64) { o.Budget = int32(f) })
 	num("gpucost", func(f float64) { o.GPUCostWeight = f })

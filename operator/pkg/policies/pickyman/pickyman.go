@@ -16,6 +16,10 @@ type Policy struct {
 	opts Options
 	pred *predictor.Predictor
 	ovh  *overhead.Model
+	// changed is set by events that change what a cycle can decide (arrivals, starts,
+	// suspends, resumes, finishes); last is the time of the last full cycle.
+	changed bool
+	last    time.Time
 }
 
 var (
@@ -26,7 +30,7 @@ var (
 // New returns the policy configured by o.
 func New(o Options) *Policy {
 	o.defaults()
-	return &Policy{opts: o, pred: predictor.New(o.Store, o.Predictor), ovh: overhead.New(o.Overhead)}
+	return &Policy{opts: o, pred: predictor.New(o.Store, o.Predictor), ovh: overhead.New(o.Overhead), changed: true}
 }
 
 // Name returns "pickyman" or "pickyman-<variant>".
@@ -50,6 +54,11 @@ func (p *Policy) Overhead() *overhead.Model { return p.ovh }
 func (p *Policy) Observe(ev sched.Event) {
 	p.pred.Observe(ev)
 	p.ovh.Observe(ev)
+	switch ev.Kind {
+	case sched.EventTraffic, sched.EventEpoch:
+	default:
+		p.changed = true
+	}
 }
 
 // PredictionErrors returns the relative errors of the execution times predicted at first
@@ -78,9 +87,15 @@ type waiting struct {
 //     yet assigned and preempt it if it pays (divide);
 //  5. set each victim's suspend mode and record the overheads expected.
 func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
-	// 1. Plan; reservations first.
+	// 1. Plan; reservations first. Without an event since the last full cycle no GPU was
+	// freed and no job arrived, so nothing new fits and a saving can only have shrunk:
+	// skip the rest unless Refresh has passed (to let aging reorder the queue).
 	plan := sched.NewPlan(s)
 	plan.AdmitReserved()
+	if !p.changed && s.Now.Sub(p.last) < p.opts.Refresh {
+		return plan.Decisions()
+	}
+	p.changed, p.last = false, s.Now
 	// 2. Predict.
 	c := p.newCycle(s, plan)
 	// 3. Order.
