@@ -72,3 +72,20 @@ func (r *Registry) progress(st *podState) protocol.Progress {
 	}
 	return p
 }
+
+// PodProgress is a pod and its progress.
+type PodProgress struct {
+	Pod      Pod
+	Progress protocol.Progress
+}
+
+// All returns the progress of every pod.
+func (r *Registry) All() []PodProgress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]PodProgress, 0, len(r.pods))
+	for _, st := range r.pods {
+		out = append(out, PodProgress{Pod: st.pod, Progress: r.progress(st)})
+	}
+	return out
+}

@@ -29,6 +29,10 @@ type Coordinator struct {
 	Log      logr.Logger
 	// Resync is the period of full lists (default 2s).
 	Resync time.Duration
+	// Nodes, when set, replaces Node: the coordinator acts for every pod whose node it
+	// accepts (testbed mode, one agent for many fake nodes), listing pods without a field
+	// selector.
+	Nodes func(node string) bool
 	// Counter reads a process's receive counter; nil disables traffic sampling.
 	Counter api.CounterFunc
 
@@ -55,13 +59,17 @@ func (c *Coordinator) init() {
 func (c *Coordinator) Sync(ctx context.Context) error {
 	c.init()
 	var pods corev1.PodList
-	if err := c.Client.List(ctx, &pods, client.MatchingFields{NodeNameField: c.Node}); err != nil {
+	var opts []client.ListOption
+	if c.Nodes == nil {
+		opts = append(opts, client.MatchingFields{NodeNameField: c.Node})
+	}
+	if err := c.Client.List(ctx, &pods, opts...); err != nil {
 		return fmt.Errorf("list pods of node %s: %w", c.Node, err)
 	}
 	seen := map[string]bool{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName != c.Node || p.DeletionTimestamp != nil ||
+		if !c.accepts(p.Spec.NodeName) || p.DeletionTimestamp != nil ||
 			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -74,6 +82,13 @@ func (c *Coordinator) Sync(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (c *Coordinator) accepts(node string) bool {
+	if c.Nodes != nil {
+		return node != "" && c.Nodes(node)
+	}
+	return node == c.Node
 }
 
 // FromPod reads the registry's view of a pod from its annotations; an annotation that does
@@ -120,18 +135,23 @@ func (c *Coordinator) EpochEnded(p api.Pod, prog protocol.Progress) {
 }
 
 func (c *Coordinator) queue(p api.Pod, key string, v any) {
-	c.init()
 	b, err := json.Marshal(v)
 	if err != nil {
 		c.Log.Error(err, "encode annotation", "key", key)
 		return
 	}
+	c.Annotate(p, key, string(b))
+}
+
+// Annotate queues an annotation for the pod; the next Flush writes it.
+func (c *Coordinator) Annotate(p api.Pod, key, value string) {
+	c.init()
 	c.mu.Lock()
 	nn := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	if c.pending[nn] == nil {
 		c.pending[nn] = map[string]string{}
 	}
-	c.pending[nn][key] = string(b)
+	c.pending[nn][key] = value
 	if key == protocol.AnnotationProgress {
 		c.lastProg[p.UID] = c.Clock.Now()
 	}
@@ -236,7 +256,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // watch signals events on pod changes of the node, re-establishing the watch on errors.
 func (c *Coordinator) watch(ctx context.Context, wc client.WithWatch, events chan<- struct{}) {
 	for ctx.Err() == nil {
-		w, err := wc.Watch(ctx, &corev1.PodList{}, client.MatchingFields{NodeNameField: c.Node})
+		var opts []client.ListOption
+		if c.Nodes == nil {
+			opts = append(opts, client.MatchingFields{NodeNameField: c.Node})
+		}
+		w, err := wc.Watch(ctx, &corev1.PodList{}, opts...)
 		if err != nil {
 			c.Log.V(1).Info("pod watch failed; relying on resync", "error", err)
 			select {

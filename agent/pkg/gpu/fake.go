@@ -58,6 +58,22 @@ func (f *Fake) Set(index int, utilization float64, memFraction float64) error {
 	return nil
 }
 
+// Assign records which container holds GPU index ("" names release it); an unassigned GPU
+// goes idle.
+func (f *Fake) Assign(index int, namespace, pod, container string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if index < 0 || index >= len(f.devs) {
+		return fmt.Errorf("fake gpu: no device %d (have %d)", index, len(f.devs))
+	}
+	d := &f.devs[index]
+	d.Namespace, d.Pod, d.Container = namespace, pod, container
+	if pod == "" {
+		d.Utilization, d.MemoryUsed = 0, 0
+	}
+	return nil
+}
+
 // Devices implements Backend.
 func (f *Fake) Devices() ([]Device, error) {
 	f.mu.Lock()

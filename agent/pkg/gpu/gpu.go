@@ -17,6 +17,10 @@ type Device struct {
 	// Utilization is the percentage of time a kernel ran over the driver's last sample
 	// period, 0..100.
 	Utilization uint32
+	// Namespace, Pod and Container name the container that holds the GPU, when the backend
+	// knows it (the fake backend does; for real GPUs the attribution needs the kubelet's
+	// pod-resources API, which the agent does not read yet).
+	Namespace, Pod, Container string
 }
 
 // MemoryFree is the frame buffer not in use, in bytes.

@@ -42,7 +42,7 @@ const (
 	node      = "gpu-node-1"
 	namespace = "team"
 	podName   = "mnist-worker-0"
-	epochs    = 6
+	epochs    = 5
 )
 
 // ancestry maps a process to a pod by its ancestors: every process started under a
@@ -151,8 +151,8 @@ func launch(t *testing.T, res *ancestry, uid, sock, ckptDir string) *run {
 	cmd := exec.Command(python, "-m", "torch.distributed.run",
 		// -r 1 -t 1: Debian's torch 1.13 on Python 3.11 cannot parse the default "0"
 		// (enum iteration skips zero flags); redirect and tee stdout instead.
-		"--nnodes=1", "--nproc_per_node=2", "-r", "1", "-t", "1", "--log_dir", filepath.Join(ckptDir, "..", "logs-"+uid), "--master_addr=127.0.0.1", fmt.Sprintf("--master_port=%d", freePort(t)),
-		script, "--epochs", strconv.Itoa(epochs), "--steps", "16", "--step-delay", "0.05",
+		"--nnodes=1", "--nproc_per_node=2", "--monitor_interval=0.2", "-r", "1", "-t", "1", "--log_dir", filepath.Join(ckptDir, "..", "logs-"+uid), "--master_addr=127.0.0.1", fmt.Sprintf("--master_port=%d", freePort(t)),
+		script, "--epochs", strconv.Itoa(epochs), "--steps", "12", "--step-delay", "0.05",
 		"--dim", "256", "--hidden", "512", "--ckpt-dir", ckptDir)
 	cmd.Env = append(os.Environ(), protocol.EnvSocket+"="+sock, "PICKYMAN_POD="+namespace+"/"+podName,
 		"OMP_NUM_THREADS=1", "PYTHONUNBUFFERED=1")
@@ -290,9 +290,9 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	// 1. Run until epoch 2 is under way, then ask for a boundary checkpoint mid-epoch, as
 	//    the operator does: an annotation on the pod.
 	r1 := launch(t, res, "uid-run1", sock, ckptDir)
-	e0 := r1.waitFor(t, "epoch_begin", 0, 120*time.Second)
-	b1 := r1.waitFor(t, "epoch_begin", 1, 60*time.Second)
-	b2 := r1.waitFor(t, "epoch_begin", 2, 60*time.Second)
+	e0 := r1.waitFor(t, "epoch_begin", 0, 300*time.Second)
+	b1 := r1.waitFor(t, "epoch_begin", 1, 300*time.Second)
+	b2 := r1.waitFor(t, "epoch_begin", 2, 300*time.Second)
 	epochTime := b2.time().Sub(b1.time())
 	time.Sleep(epochTime * 2 / 5)
 	req := protocol.CheckpointRequest{ID: "preempt-1", Mode: protocol.ModeBoundary, Deadline: time.Now().Add(time.Minute).UTC()}
@@ -302,7 +302,7 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	if err := kube.Patch(ctx, makePod("", nil), client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	code, out := r1.wait(t, 120*time.Second)
+	code, out := r1.wait(t, 600*time.Second)
 	tFree := time.Now()
 	// torchrun exits 1 when workers fail and lists each worker's exit code.
 	if code != 1 || strings.Count(out, "exitcode  : "+strconv.Itoa(protocol.ExitSuspended)) != 2 {
@@ -311,9 +311,16 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	if _, ok := r1.find("done", -1); ok {
 		t.Fatal("run 1 finished instead of suspending")
 	}
+	// The epoch in progress when the request came (epoch 2 unless the machine is slow).
+	cur := b2
+	for e := int32(3); e < epochs; e++ {
+		if b, ok := r1.find("epoch_begin", e); ok && !b.time().After(tReq) {
+			cur = b
+		}
+	}
 	ckpt := r1.waitFor(t, "checkpoint", -1, time.Second)
-	if ckpt.Epoch != 3 {
-		t.Fatalf("checkpoint holds epoch %d, want 3 (the request came during epoch 2); output:\n%s", ckpt.Epoch, out)
+	if ckpt.Epoch != cur.Epoch+1 {
+		t.Fatalf("checkpoint holds epoch %d, want %d (the request came during epoch %d); output:\n%s", ckpt.Epoch, cur.Epoch+1, cur.Epoch, out)
 	}
 	var ack protocol.CheckpointAck
 	deadline := time.Now().Add(10 * time.Second)
@@ -329,12 +336,12 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if ack.RequestID != req.ID || ack.Epoch != 3 || ack.Path != ckpt.Path || ack.Bytes != ckpt.Bytes || ack.Bytes == 0 {
+	if ack.RequestID != req.ID || ack.Epoch != ckpt.Epoch || ack.Path != ckpt.Path || ack.Bytes != ckpt.Bytes || ack.Bytes == 0 {
 		t.Fatalf("ack %+v does not match request %s and checkpoint %+v", ack, req.ID, ckpt)
 	}
 	var prog protocol.Progress
-	if err := json.Unmarshal([]byte(annotations(t, kube)[protocol.AnnotationProgress]), &prog); err != nil || prog.EpochsDone != 3 || prog.ReadBytes == 0 {
-		t.Errorf("progress annotation %+v (%v), want 3 epochs done and bytes read", prog, err)
+	if err := json.Unmarshal([]byte(annotations(t, kube)[protocol.AnnotationProgress]), &prog); err != nil || prog.EpochsDone != ckpt.Epoch || prog.ReadBytes == 0 {
+		t.Errorf("progress annotation %+v (%v), want %d epochs done and bytes read", prog, err, ckpt.Epoch)
 	}
 
 	// 2. The operator recreates the pod with the resume point; the job resumes.
@@ -354,7 +361,7 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 		}
 	}
 	r2 := launch(t, res, "uid-run2", sock, ckptDir)
-	if code, out := r2.wait(t, 180*time.Second); code != protocol.ExitDone {
+	if code, out := r2.wait(t, 600*time.Second); code != protocol.ExitDone {
 		t.Fatalf("run 2 exited %d, want %d; output:\n%s", code, protocol.ExitDone, out)
 	}
 	loaded := r2.waitFor(t, "loaded", ack.Epoch, time.Second)
@@ -374,15 +381,17 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	writeBW, readBW := calibrate(t, tmp, ack.Bytes)
 	start := e0.time().Sub(r1.start) // launch to first epoch: start and warm-up, no load
 	model := overhead.New(overhead.Params{Start: start, WriteBW: writeBW, ReadBW: readBW, Grace: 30 * time.Second})
-	job := &sched.Job{ID: "j", Model: "mlp", Epochs: epochs, EpochsDone: 2, CheckpointBytes: ack.Bytes,
-		SinceCheckpoint: tReq.Sub(b2.time())}
+	job := &sched.Job{ID: "j", Model: "mlp", Epochs: epochs, EpochsDone: cur.Epoch, CheckpointBytes: ack.Bytes,
+		SinceCheckpoint: tReq.Sub(cur.time())}
 	est := model.Estimate(job, epochTime, tReq)
-	suspend := tFree.Sub(tReq)
+	// The suspend delay is the time from the request to the acknowledgement, when the
+	// checkpoint is written and the operator may free the GPUs; the process exit follows.
+	suspend := time.Duration(ack.SuspendSeconds * float64(time.Second))
 	resume := first.time().Sub(r2.start)
 	t.Logf("epoch time %v, phase at request %v, checkpoint %d bytes, write %.0f MB/s, read %.0f MB/s, start %v",
 		epochTime.Round(time.Millisecond), job.SinceCheckpoint.Round(time.Millisecond), ack.Bytes, writeBW/1e6, readBW/1e6, start.Round(time.Millisecond))
-	t.Logf("suspend delay: measured %v (agent: %.3fs to acknowledgement), predicted %v, error %+.1f%%",
-		suspend.Round(time.Millisecond), ack.SuspendSeconds, est.BoundaryDelay().Round(time.Millisecond), 100*relErr(suspend, est.BoundaryDelay()))
+	t.Logf("suspend delay: measured %v (processes exited after %v), predicted %v, error %+.1f%%",
+		suspend.Round(time.Millisecond), tFree.Sub(tReq).Round(time.Millisecond), est.BoundaryDelay().Round(time.Millisecond), 100*relErr(suspend, est.BoundaryDelay()))
 	t.Logf("resume time: measured %v, predicted %v, error %+.1f%%",
 		resume.Round(time.Millisecond), est.Resume.Round(time.Millisecond), 100*relErr(resume, est.Resume))
 	// The suspend waited for the end of the epoch: at least most of the rest of it.

@@ -1,0 +1,185 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/pickyman/pickyman/agent/pkg/api"
+	"github.com/pickyman/pickyman/agent/pkg/gpu"
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// podBuilder builds pods for the tests.
+type podBuilder struct{ p corev1.Pod }
+
+func makePod(name, node string) *podBuilder {
+	return &podBuilder{corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}}
+}
+
+func (b *podBuilder) ann(k string, v any) *podBuilder {
+	if b.p.Annotations == nil {
+		b.p.Annotations = map[string]string{}
+	}
+	s, ok := v.(string)
+	if !ok {
+		raw, _ := json.Marshal(v)
+		s = string(raw)
+	}
+	b.p.Annotations[k] = s
+	return b
+}
+func (b *podBuilder) phase(p corev1.PodPhase) *podBuilder { b.p.Status.Phase = p; return b }
+func (b *podBuilder) obj() *corev1.Pod                    { return b.p.DeepCopy() }
+
+func newFake(funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch {
+	b := fake.NewClientBuilder().WithObjects(objs...).
+		WithIndex(&corev1.Pod{}, NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} })
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	return b.Build()
+}
+
+func newCoordinator(c client.Client) *Coordinator {
+	co := &Coordinator{Client: c, Node: "n1", Clock: clocktesting.NewFakeClock(t0), Log: logr.Discard()}
+	co.Registry = api.NewRegistry(co.Clock, co)
+	return co
+}
+
+func TestSync(t *testing.T) {
+	req := protocol.CheckpointRequest{ID: "r1", Mode: protocol.ModeBoundary}
+	kube := newFake(nil,
+		makePod("plain", "n1").obj(),
+		makePod("asked", "n1").ann(protocol.AnnotationCheckpointRequest, req).obj(),
+		makePod("answered", "n1").ann(protocol.AnnotationCheckpointRequest, req).
+			ann(protocol.AnnotationCheckpointAck, protocol.CheckpointAck{RequestID: "r1"}).obj(),
+		makePod("resumed", "n1").ann(protocol.AnnotationResumeFrom, protocol.ResumePoint{Epoch: 4, Path: "/ck/4"}).obj(),
+		makePod("garbled", "n1").ann(protocol.AnnotationCheckpointRequest, `{"id":"x","mode":"later"}`).
+			ann(protocol.AnnotationResumeFrom, "{").obj(),
+		makePod("finished", "n1").phase(corev1.PodSucceeded).obj(),
+		makePod("elsewhere", "n2").ann(protocol.AnnotationCheckpointRequest, req).obj(),
+	)
+	co := newCoordinator(kube)
+	if err := co.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []api.Pod
+	for _, uid := range co.Registry.PodUIDs() {
+		p, _ := co.Registry.Pod(uid)
+		got = append(got, p)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
+	pod := func(name string) api.Pod { return api.Pod{UID: "uid-" + name, Namespace: "ns", Name: name} }
+	want := []api.Pod{pod("answered"), pod("asked"), pod("garbled"), pod("plain"), pod("resumed")}
+	want[0].Request, want[0].AckedID = &req, "r1"
+	want[1].Request = &req
+	want[4].Resume = protocol.ResumePoint{Epoch: 4, Path: "/ck/4"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("registry pods (-want +got):\n%s", diff)
+	}
+
+	// A pod that leaves the node is forgotten.
+	if err := kube.Delete(context.Background(), makePod("plain", "n1").obj()); err != nil {
+		t.Fatal(err)
+	}
+	if err := co.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := co.Registry.Pod("uid-plain"); ok {
+		t.Error("deleted pod still in the registry")
+	}
+}
+
+func TestAckAndProgressAreWrittenAndRetried(t *testing.T) {
+	fail := 1
+	funcs := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
+		if fail > 0 {
+			fail--
+			return errors.New("apiserver unavailable")
+		}
+		return c.Patch(ctx, obj, p, o...)
+	}}
+	req := protocol.CheckpointRequest{ID: "r1", Mode: protocol.ModeBoundary}
+	kube := newFake(funcs, makePod("a", "n1").ann(protocol.AnnotationCheckpointRequest, req).obj())
+	co := newCoordinator(kube)
+	ctx := context.Background()
+	if err := co.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := api.Caller{Session: 1, PID: 1, PodUID: "uid-a"}
+	if _, err := co.Registry.Register(c, "ns/a", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := co.Registry.CheckpointDone(c, "r1", 0, "/ck/0", 5, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := co.Flush(ctx); err == nil {
+		t.Fatal("first flush should fail")
+	}
+	if err := co.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := &corev1.Pod{}
+	if err := kube.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "a"}, p); err != nil {
+		t.Fatal(err)
+	}
+	var ack protocol.CheckpointAck
+	if err := json.Unmarshal([]byte(p.Annotations[protocol.AnnotationCheckpointAck]), &ack); err != nil {
+		t.Fatal(err)
+	}
+	want := protocol.CheckpointAck{RequestID: "r1", Epoch: 0, Path: "/ck/0", Bytes: 5, Seconds: 1, Time: t0}
+	if diff := cmp.Diff(want, ack); diff != "" {
+		t.Errorf("ack (-want +got):\n%s", diff)
+	}
+	if _, ok := p.Annotations[protocol.AnnotationProgress]; !ok {
+		t.Error("no progress annotation")
+	}
+	// After an agent restart, the acknowledged request is not forwarded again.
+	co2 := newCoordinator(kube)
+	if err := co2.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := co2.Registry.Register(c, "ns/a", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := co2.Registry.Poll(ctx, c, 0); err != nil || got != nil {
+		t.Errorf("poll after restart = %+v, %v; want nothing", got, err)
+	}
+}
+
+func TestPublishGPULabels(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"keep": "me"}}}
+	kube := newFake(nil, node)
+	devs := []gpu.Device{{Product: "NVIDIA A100-SXM4-80GB", MemoryTotal: 80 << 30}, {}}
+	if err := PublishGPULabels(context.Background(), kube, "n1", devs); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Node{}
+	if err := kube.Get(context.Background(), types.NamespacedName{Name: "n1"}, got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"keep": "me", gpu.LabelCount: "2", gpu.LabelProduct: "NVIDIA-A100-SXM4-80GB", gpu.LabelMemory: "81920"}
+	if diff := cmp.Diff(want, got.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,77 @@
+package metrics
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	"github.com/pickyman/pickyman/agent/pkg/api"
+	"github.com/pickyman/pickyman/agent/pkg/gpu"
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+)
+
+func TestCollector(t *testing.T) {
+	f, err := gpu.NewFake(gpu.FakeConfig{Node: "n1", Product: "NVIDIA A100-SXM4-40GB", Count: 2, MemoryMiB: 40960})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Assign(1, "team", "bert-worker-0", "pytorch")
+	_ = f.Set(1, 87, 0.25)
+	reg := api.NewRegistry(clock.RealClock{}, nil)
+	reg.SetPod(api.Pod{UID: "u", Namespace: "team", Name: "bert-worker-0", Resume: protocol.ResumePoint{Epoch: 2}})
+	c := New(map[string]gpu.Backend{"n1": f}, reg)
+	c.APIError(protocol.ErrForbidden)
+	devs, _ := f.Devices()
+	reg2 := prometheus.NewPedanticRegistry()
+	if err := reg2.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := reg2.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// series renders every sample as name{label=value,...} value.
+	var got []string
+	for _, mf := range fams {
+		for _, m := range mf.GetMetric() {
+			var lv []string
+			for _, l := range m.GetLabel() {
+				lv = append(lv, l.GetName()+"="+l.GetValue())
+			}
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			got = append(got, fmt.Sprintf("%s{%s} %g", mf.GetName(), strings.Join(lv, ","), v))
+		}
+	}
+	labels := func(i int, pod string) string {
+		ns, ctr := "", ""
+		if pod != "" {
+			ns, ctr = "team", "pytorch"
+		}
+		return fmt.Sprintf("Hostname=n1,UUID=%s,container=%s,gpu=%d,modelName=NVIDIA A100-SXM4-40GB,namespace=%s,pod=%s", devs[i].UUID, ctr, i, ns, pod)
+	}
+	want := []string{
+		"DCGM_FI_DEV_FB_FREE{" + labels(0, "") + "} 40960",
+		"DCGM_FI_DEV_FB_FREE{" + labels(1, "bert-worker-0") + "} 30720",
+		"DCGM_FI_DEV_FB_USED{" + labels(0, "") + "} 0",
+		"DCGM_FI_DEV_FB_USED{" + labels(1, "bert-worker-0") + "} 10240",
+		"DCGM_FI_DEV_GPU_UTIL{" + labels(0, "") + "} 0",
+		"DCGM_FI_DEV_GPU_UTIL{" + labels(1, "bert-worker-0") + "} 87",
+		"pickyman_agent_api_errors_total{code=forbidden} 1",
+		"pickyman_agent_gpu_backend_up{Hostname=n1} 1",
+		"pickyman_agent_gpus{Hostname=n1} 2",
+		"pickyman_agent_pod_epoch_seconds{namespace=team,pod=bert-worker-0} 0",
+		"pickyman_agent_pod_epochs_done{namespace=team,pod=bert-worker-0} 2",
+		"pickyman_agent_pod_read_bytes{namespace=team,pod=bert-worker-0} 0",
+		"pickyman_agent_pod_read_rate_bytes_per_second{namespace=team,pod=bert-worker-0} 0",
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,15 @@
+// Package testbed is the agent's testbed mode (brief sections 1 and 3): one agent process
+// serves every fake (kwok) GPU node of the testbed cluster and simulates the training of
+// every pod bound to them, with the brief's physics — container start, checkpoint load and
+// warm-up on every start, epochs of the job's epoch time, storage reads of the dataset once
+// per epoch, a checkpoint write before a boundary suspend — and the same per-job lognormal
+// noise as the simulator (testbed/sim). A simulated pod goes through the same registry and
+// coordinator as a real training process: it registers, reports epochs, polls for checkpoint
+// requests and acknowledges them, so the operator sees the same annotations as on real
+// nodes. When its last epoch ends, the pod is completed through the cluster's completion
+// annotation (testbed/cluster/stages), which the kwok stages turn into phase Succeeded.
+//
+// Durations read from pods are in trace time; the agent divides them by the time scale
+// (TimeScale) and runs in real time, so what it reports (epoch seconds, read rates) is in the
+// same real time that the operator observes.
+package testbed
