@@ -1,0 +1,40 @@
+# The PickyMan policy: its results table and benchmark (docs/policy.md).
+
+POLICY_OUT     ?= out/policy
+POLICY_BENCH   ?= 20x
+POLICY_PKGS    := ./operator/pkg/predictor/... ./operator/pkg/overhead/... ./operator/pkg/profile/... ./operator/pkg/policies/pickyman/...
+
+##@ Policy
+
+.PHONY: test-policy
+test-policy: ## Run the predictor, overhead model, profile database and PickyMan tests with the race detector.
+	$(GO) test -race -count=1 $(POLICY_PKGS)
+
+.PHONY: bench-policy
+bench-policy: ## Benchmark one PickyMan decision: 10,000 running and 5,000 waiting jobs on 2,000 nodes.
+	@mkdir -p $(POLICY_OUT)
+	$(GO) test -run '^$$' -bench BenchmarkSchedule -benchmem -benchtime $(POLICY_BENCH) ./operator/pkg/policies/pickyman/ | tee $(POLICY_OUT)/bench.txt
+
+.PHONY: accuracy-policy
+accuracy-policy: ## Prediction and overhead accuracy on a profiled workload in the simulator.
+	@mkdir -p $(POLICY_OUT)
+	$(GO) test -count=1 -v -run TestPredictionAndOverheadAccuracy ./operator/pkg/policies/pickyman/ | tee $(POLICY_OUT)/accuracy.txt
+
+# policy-run NAME, SIMULATE-ARGS: one results run, table in $(POLICY_OUT)/NAME.txt.
+define policy-run
+	@echo "== $(1): pickyman simulate $(2)"
+	$(BIN)/pickyman simulate $(2) --out $(POLICY_OUT)/$(1) | tee $(POLICY_OUT)/$(1).txt
+endef
+
+OPENB := $(TRACES)/alibaba-openb
+
+.PHONY: results-policy
+results-policy: build ## Every policy and ablation on the traces of docs/policy.md, then the benchmark and accuracy runs; output in $(POLICY_OUT)/.
+	@mkdir -p $(POLICY_OUT)
+	$(call policy-run,tiresias60,--trace $(TRACES)/tiresias/60_job.csv --cluster 2x4)
+	$(call policy-run,philly-week,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 64x8 --window 1176h:1344h)
+	$(call policy-run,philly,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 64x8)
+	$(call policy-run,openb,--trace $(OPENB)/v2023_openb_pod_list_default.csv --cluster $(OPENB)/v2023_openb_node_list_gpu_node.csv)
+	$(call policy-run,openb-4x8,--trace $(OPENB)/v2023_openb_pod_list_default.csv --cluster 4x8)
+	$(call policy-run,generated,--cluster 8x8)
+	$(MAKE) --no-print-directory bench-policy accuracy-policy
