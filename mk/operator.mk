@@ -3,7 +3,7 @@
 
 BUILD_CMDS += ./operator/cmd/pickyman-operator
 GENERATED_PATHS += config/webhook/manifests.yaml
-KUSTOMIZE ?= $(GO) run sigs.k8s.io/kustomize/kustomize/v5@v5.8.0
+KUSTOMIZE ?= $(GO) run sigs.k8s.io/kustomize/kustomize/v5@v5.8.3
 OPERATOR_CONFIG ?=
 INTEGRATION_TIMEOUT ?= 20m
 
@@ -27,8 +27,8 @@ run: ## Run the operator locally against the current kubeconfig (no webhooks; OP
 
 .PHONY: deploy
 deploy: ## Deploy CRDs, RBAC, the operator and its webhooks to the current kubeconfig's cluster.
-	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+	$(KUSTOMIZE) build --load-restrictor LoadRestrictionsNone config/default | kubectl apply --server-side -f -
 
 .PHONY: undeploy
 undeploy: ## Remove what deploy created.
-	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+	$(KUSTOMIZE) build --load-restrictor LoadRestrictionsNone config/default | kubectl delete --ignore-not-found -f -
