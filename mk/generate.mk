@@ -1,7 +1,6 @@
 # Generated code: deepcopy functions, CRDs and RBAC from +kubebuilder markers.
 # GENERATED_PATHS lists what `make check-generated` compares with git.
 GENERATED_PATHS := api config/crd/bases config/rbac/role.yaml
-CONTROLLER_GEN_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(BIN)/controller-gen
 
 ##@ Generated code
@@ -15,6 +14,4 @@ manifests: $(CONTROLLER_GEN) ## Regenerate the CRDs (config/crd/bases) and the o
 	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=pickyman-operator paths=./operator/internal/controller/... output:rbac:artifacts:config=config/rbac
 
-$(CONTROLLER_GEN):
-	@mkdir -p $(BIN)
-	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+# $(BIN)/controller-gen is built by `make tools` (mk/cluster.mk) from the pinned tools module.
