@@ -1,0 +1,151 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	utiltesting "github.com/pickyman/pickyman/internal/testing"
+)
+
+func scheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, kftraining.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func request(t *testing.T, op admissionv1.Operation, obj, old *kftraining.PyTorchJob) admission.Request {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Object: runtime.RawExtension{Raw: raw}}}
+	if old != nil {
+		oraw, _ := json.Marshal(old)
+		req.OldObject = runtime.RawExtension{Raw: oraw}
+	}
+	return req
+}
+
+func node(name string, gpus int64, product string) *corev1.Node {
+	q := *resource.NewQuantity(gpus, resource.DecimalSI)
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"nvidia.com/gpu.product": product}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": q}}}
+}
+
+func validator(t *testing.T, objs ...client.Object) *Validator {
+	s := scheme(t)
+	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}, {Name: "high"}}}
+	conf.Default()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
+	return &Validator{Decoder: admission.NewDecoder(s), Client: c, Config: conf}
+}
+
+func TestValidateCreate(t *testing.T) {
+	v := validator(t, node("a", 8, "A100"), node("b", 4, "H100"))
+	cases := map[string]struct {
+		job  *kftraining.PyTorchJob
+		want []string // substrings of the denial; none means allowed
+	}{
+		"fits":           {job: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(3, 8).Obj()},
+		"unmanaged":      {job: utiltesting.MakePyTorchJob("j", "ns").Queue("").Workers(1, -1).Obj()},
+		"no gpu limit":   {job: utiltesting.MakePyTorchJob("j", "ns").Workers(1, -1).Obj(), want: []string{"spec.pytorchReplicaSpecs[Worker]", "GPU limit"}},
+		"unknown queue":  {job: utiltesting.MakePyTorchJob("j", "ns").Queue("gold").Obj(), want: []string{"metadata.labels[pickyman.dev/queue]", `"gold"`, `"default"`}},
+		"fits no node":   {job: utiltesting.MakePyTorchJob("j", "ns").Master(9).Obj(), want: []string{"spec.pytorchReplicaSpecs[Master]", "fits on no node", "has 8 GPUs"}},
+		"fits no model":  {job: utiltesting.MakePyTorchJob("j", "ns").Master(8).GPUProduct("nvidia.com/gpu.product", "H100").Obj(), want: []string{`model "H100"`, "has 4 GPUs"}},
+		"uneven gang":    {job: utiltesting.MakePyTorchJob("j", "ns").Master(1).Workers(2, 4).Obj(), want: []string{"one GPU count"}},
+		"bad annotation": {job: utiltesting.MakePyTorchJob("j", "ns").Annotation(v1alpha1.AnnotationEpochs, "x").Obj(), want: []string{v1alpha1.AnnotationEpochs}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resp := v.Handle(context.Background(), request(t, admissionv1.Create, tc.job, nil))
+			if len(tc.want) == 0 {
+				if !resp.Allowed {
+					t.Fatalf("denied: %s", resp.Result.Message)
+				}
+				return
+			}
+			if resp.Allowed {
+				t.Fatal("allowed, want denied")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(resp.Result.Message, w) {
+					t.Errorf("denial %q does not contain %q", resp.Result.Message, w)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateUpdate(t *testing.T) {
+	base := utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8)
+	admitted := &v1alpha1.Allocation{ObjectMeta: metav1.ObjectMeta{Name: "pytorchjob-j", Namespace: "ns"},
+		Status: v1alpha1.AllocationStatus{Phase: v1alpha1.AllocationAdmitted, FirstAdmitted: &metav1.Time{}}}
+	queued := admitted.DeepCopy()
+	queued.Status = v1alpha1.AllocationStatus{Phase: v1alpha1.AllocationQueued}
+	cases := map[string]struct {
+		alloc   *v1alpha1.Allocation
+		new     *kftraining.PyTorchJob
+		allowed bool
+	}{
+		"admitted: suspend toggles":  {alloc: admitted, new: base.Obj(), allowed: true},
+		"admitted: more workers":     {alloc: admitted, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(2, 8).Obj()},
+		"admitted: other queue":      {alloc: admitted, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Queue("high").Obj()},
+		"never admitted: reshape ok": {alloc: queued, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(2, 8).Obj(), allowed: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := validator(t, node("a", 8, "A100"), tc.alloc)
+			resp := v.Handle(context.Background(), request(t, admissionv1.Update, tc.new, base.Obj()))
+			if resp.Allowed != tc.allowed {
+				t.Fatalf("allowed = %v, want %v (%v)", resp.Allowed, tc.allowed, resp.Result)
+			}
+		})
+	}
+}
+
+func TestMutateCreate(t *testing.T) {
+	m := &Mutator{Decoder: admission.NewDecoder(scheme(t)), SocketDir: protocol.DefaultSocketDir}
+	job := utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Suspend(false).Obj()
+	resp := m.Handle(context.Background(), request(t, admissionv1.Create, job, nil))
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	paths := map[string]bool{}
+	for _, p := range resp.Patches {
+		paths[p.Path] = true
+	}
+	for _, want := range []string{
+		"/spec/runPolicy/suspend",
+		"/spec/pytorchReplicaSpecs/Master/template/spec/schedulerName",
+		"/spec/pytorchReplicaSpecs/Worker/template/spec/volumes",
+		"/spec/pytorchReplicaSpecs/Worker/template/metadata/labels",
+	} {
+		if !paths[want] {
+			t.Errorf("no patch of %s in %v", want, paths)
+		}
+	}
+	unmanaged := m.Handle(context.Background(), request(t, admissionv1.Create, utiltesting.MakePyTorchJob("u", "ns").Queue("").Obj(), nil))
+	if !unmanaged.Allowed || len(unmanaged.Patches) != 0 {
+		t.Errorf("unmanaged job patched: %v", unmanaged.Patches)
+	}
+}
