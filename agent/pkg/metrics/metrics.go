@@ -29,9 +29,9 @@ var (
 // Collector reads GPUs and pod progress at scrape time.
 type Collector struct {
 	Hostname string
-	// Backends are the GPU backends: one per node (several in testbed mode, each with its
-	// node name).
-	Backends map[string]gpu.Backend
+	// Backends returns the GPU backends by node name: one node, or every fake node in
+	// testbed mode.
+	Backends func() map[string]gpu.Backend
 	Registry *api.Registry
 
 	// APIErrors counts failed local API calls by error code.
@@ -43,7 +43,7 @@ type Collector struct {
 var _ prometheus.Collector = (*Collector)(nil)
 
 // New returns a collector for backends keyed by node name.
-func New(backends map[string]gpu.Backend, reg *api.Registry) *Collector {
+func New(backends func() map[string]gpu.Backend, reg *api.Registry) *Collector {
 	return &Collector{
 		Backends:  backends,
 		Registry:  reg,
@@ -68,7 +68,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	for host, b := range c.Backends {
+	for host, b := range c.Backends() {
 		devs, err := b.Devices()
 		up := 1.0
 		if err != nil {

@@ -24,7 +24,7 @@ func TestCollector(t *testing.T) {
 	_ = f.Set(1, 87, 0.25)
 	reg := api.NewRegistry(clock.RealClock{}, nil)
 	reg.SetPod(api.Pod{UID: "u", Namespace: "team", Name: "bert-worker-0", Resume: protocol.ResumePoint{Epoch: 2}})
-	c := New(map[string]gpu.Backend{"n1": f}, reg)
+	c := New(func() map[string]gpu.Backend { return map[string]gpu.Backend{"n1": f} }, reg)
 	c.APIError(protocol.ErrForbidden)
 	devs, _ := f.Devices()
 	reg2 := prometheus.NewPedanticRegistry()

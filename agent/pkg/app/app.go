@@ -1,0 +1,221 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pickyman/pickyman/agent/pkg/api"
+	"github.com/pickyman/pickyman/agent/pkg/coord"
+	"github.com/pickyman/pickyman/agent/pkg/gpu"
+	"github.com/pickyman/pickyman/agent/pkg/metrics"
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	"github.com/pickyman/pickyman/agent/pkg/testbed"
+	"github.com/pickyman/pickyman/agent/pkg/traffic"
+)
+
+// Options are the agent's flags.
+type Options struct {
+	Node        string
+	SocketDir   string
+	ProcRoot    string
+	Backend     string // nvml or fake
+	Fake        gpu.FakeConfig
+	MetricsAddr string
+	Resync      time.Duration
+	LabelNode   bool
+
+	Testbed      bool
+	NodeSelector string
+	TimeScale    float64
+	Seed         int64
+}
+
+// Flags registers the options on fs.
+func (o *Options) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Node, "node", os.Getenv("NODE_NAME"), "the node this agent serves (default $NODE_NAME)")
+	fs.StringVar(&o.SocketDir, "socket-dir", protocol.DefaultSocketDir, "directory of the local API socket, shared with training pods")
+	fs.StringVar(&o.ProcRoot, "proc", "/proc", "the host's /proc (the agent runs in the host PID namespace)")
+	fs.StringVar(&o.Backend, "gpu-backend", "nvml", "GPU backend: nvml (libnvidia-ml) or fake")
+	fs.StringVar(&o.Fake.Product, "fake-gpu-product", "NVIDIA A100-SXM4-80GB", "fake backend: GPU product name")
+	fs.IntVar(&o.Fake.Count, "fake-gpu-count", 8, "fake backend: number of GPUs")
+	fs.Uint64Var(&o.Fake.MemoryMiB, "fake-gpu-memory-mib", 81920, "fake backend: memory of one GPU in MiB")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9400", "address of the Prometheus metrics endpoint (\"0\" disables it)")
+	fs.DurationVar(&o.Resync, "resync", 2*time.Second, "period of full pod lists")
+	fs.BoolVar(&o.LabelNode, "label-node", true, "publish the GPU feature-discovery labels on the node")
+	fs.BoolVar(&o.Testbed, "testbed", false, "testbed mode: serve every fake node and simulate the training of their pods")
+	fs.StringVar(&o.NodeSelector, "testbed-node-selector", "type=kwok", "testbed mode: label selector of the fake nodes")
+	fs.Float64Var(&o.TimeScale, "time-scale", 1, "testbed mode: trace seconds per real second")
+	fs.Int64Var(&o.Seed, "seed", 1, "testbed mode: seed of the per-job noise")
+}
+
+// Main parses args and runs the agent until SIGINT or SIGTERM.
+func Main(args []string) int {
+	var o Options
+	fs := flag.NewFlagSet("pickyman-agent", flag.ContinueOnError)
+	o.Flags(fs)
+	lc := textlogger.NewConfig()
+	lc.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := textlogger.NewLogger(lc)
+	ctrl.SetLogger(log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := Run(ctx, o, log); err != nil {
+		log.Error(err, "agent failed")
+		return 1
+	}
+	return 0
+}
+
+func newClient() (client.WithWatch, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+}
+
+// Run runs the agent with options o.
+func Run(ctx context.Context, o Options, log logr.Logger) error {
+	kube, err := newClient()
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	if o.Testbed {
+		return runTestbed(ctx, o, kube, log)
+	}
+	if o.Node == "" {
+		return errors.New("--node (or $NODE_NAME) is required")
+	}
+	backend, err := openBackend(o)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+
+	co := &coord.Coordinator{Client: kube, Node: o.Node, Clock: clock.RealClock{}, Log: log.WithName("coord"), Resync: o.Resync,
+		Counter: func(pid int) (int64, error) { return traffic.ReadNetDev(o.ProcRoot, pid) }}
+	reg := api.NewRegistry(clock.RealClock{}, co)
+	co.Registry = reg
+	col := metrics.New(func() map[string]gpu.Backend { return map[string]gpu.Backend{o.Node: backend} }, reg)
+
+	if err := os.MkdirAll(o.SocketDir, 0o755); err != nil {
+		return err
+	}
+	l, err := api.Listen(filepath.Join(o.SocketDir, protocol.SocketName))
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	srv := &api.Server{Registry: reg, Resolver: api.CgroupResolver{Root: o.ProcRoot}, Errors: col.APIError}
+
+	errc := make(chan error, 4)
+	go func() { errc <- srv.Serve(ctx, l) }()
+	go func() { errc <- co.Run(ctx) }()
+	go func() { errc <- serveMetrics(ctx, o.MetricsAddr, col) }()
+	if o.LabelNode {
+		go func() { errc <- labelNode(ctx, kube, o.Node, backend, log) }()
+	}
+	log.Info("agent running", "node", o.Node, "socket", l.Addr().String(), "backend", o.Backend)
+	return wait(ctx, errc)
+}
+
+func openBackend(o Options) (gpu.Backend, error) {
+	switch o.Backend {
+	case "nvml":
+		return gpu.OpenNVML()
+	case "fake":
+		o.Fake.Node = o.Node
+		return gpu.NewFake(o.Fake)
+	}
+	return nil, fmt.Errorf("unknown --gpu-backend %q (nvml or fake)", o.Backend)
+}
+
+// labelNode publishes the GPU labels now and every ten minutes (the GPUs rarely change, but
+// the labels may have been removed).
+func labelNode(ctx context.Context, kube client.Client, node string, b gpu.Backend, log logr.Logger) error {
+	for {
+		devs, err := b.Devices()
+		if err == nil {
+			err = coord.PublishGPULabels(ctx, kube, node, devs)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Error(err, "publish GPU labels")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Minute):
+		}
+	}
+}
+
+func runTestbed(ctx context.Context, o Options, kube client.WithWatch, log logr.Logger) error {
+	sel, err := labels.Parse(o.NodeSelector)
+	if err != nil {
+		return fmt.Errorf("--testbed-node-selector: %w", err)
+	}
+	tb := testbed.New(kube, clock.RealClock{}, log.WithName("testbed"), sel, testbed.DefaultPhysics(), o.TimeScale, o.Seed)
+	col := metrics.New(tb.Backends, tb.Registry)
+	errc := make(chan error, 2)
+	go func() { errc <- tb.Run(ctx) }()
+	go func() { errc <- serveMetrics(ctx, o.MetricsAddr, col) }()
+	log.Info("testbed agent running", "nodes", o.NodeSelector, "timeScale", o.TimeScale)
+	return wait(ctx, errc)
+}
+
+func serveMetrics(ctx context.Context, addr string, col prometheus.Collector) error {
+	if addr == "" || addr == "0" {
+		<-ctx.Done()
+		return nil
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(col)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { <-ctx.Done(); srv.Close() }()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// wait returns the first error of a component, or nil when ctx ends.
+func wait(ctx context.Context, errc <-chan error) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	}
+}

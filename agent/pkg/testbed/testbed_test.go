@@ -1,0 +1,175 @@
+package testbed
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/pickyman/pickyman/agent/pkg/coord"
+	"github.com/pickyman/pickyman/agent/pkg/gpu"
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/testbed/cluster/stages"
+	"github.com/pickyman/pickyman/testbed/sim"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestPhysicsMatchesSimulator(t *testing.T) {
+	s := sim.DefaultPhysics()
+	want := Physics{ContainerStart: s.ContainerStart, WarmUp: s.WarmUp, WriteBandwidth: s.WriteBandwidth,
+		ReadBandwidth: s.ReadBandwidth, CheckpointPeriod: s.CheckpointPeriod, NoiseSigma: s.NoiseSigma}
+	if diff := cmp.Diff(want, DefaultPhysics()); diff != "" {
+		t.Errorf("testbed physics differ from the simulator's (-sim +testbed):\n%s", diff)
+	}
+}
+
+func fakeNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"type": "kwok", gpu.LabelProduct: "NVIDIA-A100-SXM4-80GB", gpu.LabelCount: "8", gpu.LabelMemory: "81920"}}}
+}
+
+func simPod(name, node string, epochs int, epochTime string, gpus int64) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			Labels: map[string]string{LabelJobName: name},
+			Annotations: map[string]string{
+				AnnotationEpochTime:                epochTime,
+				v1alpha1.AnnotationEpochs:          strconv.Itoa(epochs),
+				v1alpha1.AnnotationDatasetBytes:    "100000000000",
+				v1alpha1.AnnotationCheckpointBytes: "5000000000",
+			}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "pytorch",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+func getAnn(t *testing.T, c client.Client, name, key string) (string, bool) {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := p.Annotations[key]
+	return v, ok
+}
+
+func TestTestbedSimulatesTraining(t *testing.T) {
+	ctx := context.Background()
+	kube := fake.NewClientBuilder().WithObjects(
+		fakeNode("kwok-0"),
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "real-0"}},
+		simPod("short", "kwok-0", 2, "100s", 4),
+		simPod("victim", "kwok-0", 5, "200s", 2),
+		simPod("unserved", "real-0", 2, "100s", 1),
+	).WithIndex(&corev1.Pod{}, coord.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+	clk := clocktesting.NewFakeClock(t0)
+	ph := DefaultPhysics()
+	ph.NoiseSigma = 0 // exact times
+	tb := New(kube, clk, logr.Discard(), labels.SelectorFromSet(labels.Set{"type": "kwok"}), ph, 10, 1)
+	if err := tb.SyncNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	step := func(d time.Duration) {
+		t.Helper()
+		clk.Step(d)
+		if err := tb.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(0)
+	if _, ok := tb.Registry.Pod("uid-unserved"); ok {
+		t.Fatal("a pod of a node the testbed does not serve is simulated")
+	}
+	// Start: (20 s + 30 s) / 10 = 5 s; then epochs of 10 s (short) and 20 s (victim).
+	step(5 * time.Second)
+	devs, _ := tb.Backends()["kwok-0"].Devices()
+	busy := 0
+	for _, d := range devs {
+		if d.Utilization > 0 {
+			busy++
+		}
+	}
+	if busy != 6 {
+		t.Errorf("%d busy GPUs, want 6 (4 + 2)", busy)
+	}
+	// 1. The short job finishes its two epochs at 25 s and is completed.
+	step(10 * time.Second)
+	step(10 * time.Second)
+	if v, _ := getAnn(t, kube, "short", stages.CompleteAnnotation); v != stages.CompleteSucceeded {
+		t.Errorf("short pod: completion annotation %q, want %q", v, stages.CompleteSucceeded)
+	}
+	var prog protocol.Progress
+	v, _ := getAnn(t, kube, "short", protocol.AnnotationProgress)
+	if err := json.Unmarshal([]byte(v), &prog); err != nil || prog.EpochsDone != 2 || prog.ReadBytes != 2e11 || prog.EpochSeconds != 10 {
+		t.Errorf("short progress %+v (%v), want 2 epochs of 10 s and 200 GB read", prog, err)
+	}
+	// 2. The victim is in epoch 1 (25..45 s); a boundary request at 30 s is acknowledged at
+	//    the epoch end plus the checkpoint write (5 GB at 500 MB/s = 10 s, /10 = 1 s).
+	req, _ := json.Marshal(protocol.CheckpointRequest{ID: "p1", Mode: protocol.ModeBoundary})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(req)}}})
+	victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim"}}
+	if err := kube.Patch(ctx, victim, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	step(5 * time.Second) // 30 s: request seen
+	step(15 * time.Second)
+	if _, ok := getAnn(t, kube, "victim", protocol.AnnotationCheckpointAck); ok {
+		t.Fatal("acknowledged before the checkpoint was written")
+	}
+	step(time.Second)
+	v, ok := getAnn(t, kube, "victim", protocol.AnnotationCheckpointAck)
+	if !ok {
+		t.Fatal("no acknowledgement")
+	}
+	var ack protocol.CheckpointAck
+	if err := json.Unmarshal([]byte(v), &ack); err != nil {
+		t.Fatal(err)
+	}
+	want := protocol.CheckpointAck{RequestID: "p1", Epoch: 2, Path: "sim://ns/victim/epoch-2", Bytes: 5e9, Seconds: 1, SuspendSeconds: 16, Time: t0.Add(46 * time.Second)}
+	if diff := cmp.Diff(want, ack); diff != "" {
+		t.Errorf("ack (-want +got):\n%s", diff)
+	}
+	// 3. The operator suspends the job: its pod goes away and its GPUs go idle.
+	if err := kube.Delete(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	step(time.Second)
+	devs, _ = tb.Backends()["kwok-0"].Devices()
+	for _, d := range devs {
+		if d.Pod == "victim" {
+			t.Errorf("GPU %d still assigned to the deleted pod", d.Index)
+		}
+	}
+	// 4. Resumed from epoch 2: start + load (5 GB at 1 GB/s = 5 s, /10) + warm-up = 5.5 s.
+	resumed := simPod("victim", "kwok-0", 5, "200s", 2)
+	resumed.UID = "uid-victim-2"
+	rp, _ := json.Marshal(protocol.ResumePoint{Epoch: 2, Path: ack.Path})
+	resumed.Annotations[protocol.AnnotationResumeFrom] = string(rp)
+	if err := kube.Create(ctx, resumed); err != nil {
+		t.Fatal(err)
+	}
+	step(0)
+	step(5400 * time.Millisecond)
+	if p, _ := tb.Registry.Progress("uid-victim-2"); p.EpochStart.IsZero() == false {
+		t.Errorf("epoch began before the checkpoint was loaded: %+v", p)
+	}
+	step(200 * time.Millisecond)
+	if p, _ := tb.Registry.Progress("uid-victim-2"); p.Epoch != 2 || p.EpochStart.IsZero() {
+		t.Errorf("resumed progress %+v, want epoch 2 under way", p)
+	}
+}
