@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/pickyman/pickyman/testbed/metrics"
 )
@@ -42,7 +43,13 @@ func cdf(xs []float64, floor float64) plotter.XYs {
 	return pts
 }
 
-func render(p *plot.Plot) (string, error) {
+func render(p *plot.Plot) (uri string, err error) {
+	defer func() {
+		// gonum/plot panics on some degenerate inputs; report them as errors.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
 	w, err := p.WriterTo(7*vg.Inch, 3.6*vg.Inch, "png")
 	if err != nil {
 		return "", err
@@ -93,6 +100,11 @@ func cdfPlot(title, xlabel string, runs []*metrics.Run, value func(j *metrics.Jo
 		}
 		return cdf(xs, 1)
 	})
+	// A log axis needs a positive range even when every value sits at the floor.
+	p.X.Min = math.Max(p.X.Min, 1)
+	if p.X.Max <= p.X.Min*10 {
+		p.X.Max = p.X.Min * 10
+	}
 	p.Legend.Left, p.Legend.Top = false, false
 	return p, err
 }
@@ -130,6 +142,13 @@ func barPlot(title, ylabel string, res *Results, value func(p *Policy) float64) 
 	b.LineStyle.Width = 0
 	p.Add(b)
 	p.NominalX(names...)
+	p.Y.Min = 0
+	if p.Y.Max <= 0 {
+		p.Y.Max = 1
+	}
+	p.X.Tick.Label.Rotation = math.Pi / 6
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YCenter
 	p.Add(plotter.NewGrid())
 	return p, nil
 }

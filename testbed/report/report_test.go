@@ -123,3 +123,24 @@ func TestWrite(t *testing.T) {
 		t.Error("report.html refers to an external resource")
 	}
 }
+
+// TestFiguresDegenerate renders runs where nothing waits and nothing is preempted (a log
+// axis with every value at its floor, bars all zero).
+func TestFiguresDegenerate(t *testing.T) {
+	_, runs := handRuns(t)
+	for i := range runs {
+		for j := range runs[i].Jobs {
+			r := &runs[i].Jobs[j]
+			r.FirstStart, r.Held, r.Finish = r.Submit, r.Service, r.Submit+r.Service
+			r.Preemptions, r.RedoneWork, r.SuspendWait, r.ResumeOverhead, r.StartOverhead = 0, 0, 0, 0, 0
+		}
+	}
+	res := Build(Meta{}, runs)
+	figs, err := Figures(res, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(figs) != 6 {
+		t.Errorf("%d figures, want 6", len(figs))
+	}
+}
