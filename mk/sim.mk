@@ -4,7 +4,7 @@
 
 .PHONY: test-sim
 test-sim: ## Every policy on the Tiresias 60-job trace and the full philly.csv, invariants on (needs ../shared/traces; fails without it when CI is set).
-	$(GO) test -count=1 -timeout 30m -run '^(TestTiresias60|TestPhilly)$$' -v ./testbed/sim/ | grep -E '^(---|ok|FAIL|PASS)|^ *--- |philly: '
+	$(GO) test -count=1 -timeout 90m -run '^(TestTiresias60|TestPhilly)$$' -v ./testbed/sim/ | grep -E '^(---|ok|FAIL|PASS)|^ *--- |philly: '
 
 .PHONY: bench-sim
 bench-sim: ## Simulator speed: jobs/s and events/s per policy on the full philly.csv (cluster: docs/simulator.md).
