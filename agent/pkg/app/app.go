@@ -43,6 +43,10 @@ type Options struct {
 	Resync      time.Duration
 	LabelNode   bool
 
+	// PrepareSocketDir, when >= 0, makes the socket directory owned by this uid and exits
+	// (the DaemonSet's init container, the only step that runs as root).
+	PrepareSocketDir int
+
 	Testbed      bool
 	NodeSelector string
 	TimeScale    float64
@@ -61,6 +65,7 @@ func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9400", "address of the Prometheus metrics endpoint (\"0\" disables it)")
 	fs.DurationVar(&o.Resync, "resync", 2*time.Second, "period of full pod lists")
 	fs.BoolVar(&o.LabelNode, "label-node", true, "publish the GPU feature-discovery labels on the node")
+	fs.IntVar(&o.PrepareSocketDir, "prepare-socket-dir", -1, "create the socket directory, give it to this uid, and exit")
 	fs.BoolVar(&o.Testbed, "testbed", false, "testbed mode: serve every fake node and simulate the training of their pods")
 	fs.StringVar(&o.NodeSelector, "testbed-node-selector", "type=kwok", "testbed mode: label selector of the fake nodes")
 	fs.Float64Var(&o.TimeScale, "time-scale", 1, "testbed mode: trace seconds per real second")
@@ -81,11 +86,29 @@ func Main(args []string) int {
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if o.PrepareSocketDir >= 0 {
+		if err := PrepareSocketDir(o.SocketDir, o.PrepareSocketDir); err != nil {
+			log.Error(err, "prepare socket directory")
+			return 1
+		}
+		return 0
+	}
 	if err := Run(ctx, o, log); err != nil {
 		log.Error(err, "agent failed")
 		return 1
 	}
 	return 0
+}
+
+// PrepareSocketDir creates dir (0755) and gives it to uid.
+func PrepareSocketDir(dir string, uid int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chown(dir, uid, uid); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o755)
 }
 
 func newClient() (client.WithWatch, error) {

@@ -1,0 +1,29 @@
+# The node agent: binary, Debian's PyTorch for the real-training test, and that test.
+
+BUILD_CMDS += ./agent/cmd/pickyman-agent
+TEST_TARGETS += test-agent-torch
+
+AGENT_PYTHON ?= /usr/bin/python3
+
+##@ Agent
+
+.PHONY: agent-deps
+agent-deps: ## Install Debian's python3-torch for the agent's real-training test (no-op when present).
+	@if $(AGENT_PYTHON) -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then \
+	  echo "agent-deps: PyTorch already usable with $(AGENT_PYTHON)"; \
+	else \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends python3-torch; \
+	fi
+
+.PHONY: test-agent
+test-agent: ## Run the agent's unit tests with the race detector.
+	$(GO) test -race -count=1 ./agent/...
+
+.PHONY: test-agent-torch
+test-agent-torch: agent-deps ## Run the agent end to end with a real 2-worker torchrun DDP job: checkpoint on request, resume, compare with the overhead model.
+	$(GO) test -tags torch -count=1 -v -timeout 20m -run TestTorchCheckpointAndResume ./agent/test/torch/
+
+.PHONY: run-agent-testbed
+run-agent-testbed: ## Run the agent in testbed mode against the current kubeconfig (TIME_SCALE=60 by default).
+	$(GO) run ./agent/cmd/pickyman-agent --testbed --time-scale $${TIME_SCALE:-60} --metrics-addr 127.0.0.1:9400
