@@ -57,6 +57,7 @@ var registry = []struct {
 	{pickyman.Name + "-blind", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-blind", p) }},
 	{pickyman.Name + "-oracle", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-oracle", p) }},
 	{pickyman.Name + "-now", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-now", p) }},
+	{pickyman.Name + "-flat", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-flat", p) }},
 }
 
 // New returns the named policy configured by opts.Params.

@@ -116,7 +116,8 @@ func (o *Options) defaults() {
 	}
 }
 
-// FromParams builds the policy registered as name ("pickyman" or "pickyman-<variant>")
+// FromParams builds the policy registered as name ("pickyman", "pickyman-<variant>", or
+// "pickyman-flat": the full policy with FlatPriority)
 // from name=value parameters; it deletes every parameter it reads, so the caller can
 // report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, budget,
 // gpucost, gain, refresh (numbers; durations as Go durations or seconds), smoothing (median|ewma).
@@ -130,6 +131,8 @@ func FromParams(name string, params map[string]string) (*Policy, error) {
 		o.Variant = Oracle
 	case Name + "-" + string(Now):
 		o.Variant = Now
+	case Name + "-flat":
+		o.FlatPriority = true
 	default:
 		return nil, fmt.Errorf("pickyman: unknown variant %q", name)
 	}

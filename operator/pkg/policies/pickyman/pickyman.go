@@ -33,9 +33,12 @@ func New(o Options) *Policy {
 	return &Policy{opts: o, pred: predictor.New(o.Store, o.Predictor), ovh: overhead.New(o.Overhead), changed: true}
 }
 
-// Name returns "pickyman" or "pickyman-<variant>".
+// Name returns "pickyman", "pickyman-<variant>" or "pickyman-flat".
 func (p *Policy) Name() string {
 	if p.opts.Variant == Full {
+		if p.opts.FlatPriority {
+			return Name + "-flat"
+		}
 		return Name
 	}
 	return Name + "-" + string(p.opts.Variant)
