@@ -59,3 +59,73 @@ $(foreach s,$(TOOL_SPECS),$(eval $(call TOOL_RULE,$(s))))
 
 .PHONY: FORCE
 FORCE:
+
+# The training-operator's CRDs, copied from its module source at the pinned version.
+TRAINING_OPERATOR_CRDS := $(BIN)/training-operator-crds
+$(TRAINING_OPERATOR_CRDS)/.version: $(STAMPS)/training-operator tools/training-operator/go.mod
+	@rm -rf $(TRAINING_OPERATOR_CRDS) && mkdir -p $(TRAINING_OPERATOR_CRDS)
+	dir=$$(cd tools/training-operator && GOWORK=off $(GO) list -m -f '{{.Dir}}' github.com/kubeflow/training-operator) && \
+	  cp $$dir/manifests/base/crds/kubeflow.org_*.yaml $(TRAINING_OPERATOR_CRDS)/ && chmod u+w $(TRAINING_OPERATOR_CRDS)/*.yaml
+	@echo '$(TRAINING_OPERATOR_VERSION)' > $@
+
+tools: $(TRAINING_OPERATOR_CRDS)/.version
+
+# Cluster bring-up. CLUSTER_FLAGS are passed to `pickyman cluster up`, e.g.
+#   make cluster-up CLUSTER_FLAGS="--pool 4x8:A100 --pool 2x4:V100"
+CLUSTER_NAME  ?= pickyman
+CLUSTER_FLAGS ?= --nodes 4 --gpus-per-node 8 --gpu-model A100
+PICKYMAN_RUN  := $(GO) run ./testbed/cmd/pickyman
+
+.PHONY: cluster-up
+cluster-up: tools ## Bring the local testbed cluster up (idempotent); prints the kubeconfig path.
+	$(PICKYMAN_RUN) cluster --name $(CLUSTER_NAME) up $(CLUSTER_FLAGS)
+
+.PHONY: cluster-down
+cluster-down: ## Take the local testbed cluster down; fails if a process or port is left.
+	$(PICKYMAN_RUN) cluster --name $(CLUSTER_NAME) down
+
+.PHONY: cluster-status
+cluster-status: ## Show the local testbed cluster's processes, nodes and GPUs.
+	$(PICKYMAN_RUN) cluster --name $(CLUSTER_NAME) status
+
+# The testbed's own integration tests (build tag "integration", as the operator's) run against
+# envtest on the built binaries; mk/operator.mk runs the operator's.
+.PHONY: test-envtest
+test-envtest: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the testbed's integration tests (envtest on bin/kube-apiserver and bin/etcd).
+	CI=$${CI:-true} KUBEBUILDER_ASSETS=$(BIN) $(GO) test -race -count=1 -tags integration ./testbed/...
+
+E2E_FLAGS ?= -ginkgo.v
+
+.PHONY: test-cluster
+test-cluster: tools ## Run the e2e suites on a local testbed cluster that the suite brings up and down.
+	env -u KUBECONFIG $(GO) test -count=1 -timeout 20m -tags e2e ./e2e/... -args $(E2E_FLAGS)
+
+.PHONY: e2e
+e2e: ## Run the e2e suites against the current kubeconfig (KUBECONFIG or ~/.kube/config).
+	$(GO) test -count=1 -timeout 30m -tags e2e ./e2e/... -args -kubeconfig=$${KUBECONFIG:-$$HOME/.kube/config} $(E2E_FLAGS)
+
+TEST_TARGETS += test-envtest test-cluster
+
+# kind (needs internet and a container engine; not run in CI): kwok and the training-operator
+# from their published manifests, the fake GPU nodes from the same Go code, the kubeconfig in
+# the same shape as the local cluster's.
+KIND_VERSION    ?= v0.32.0
+KIND_CLUSTER    ?= pickyman
+KIND_KUBECONFIG ?= $(CURDIR)/.cache/pickyman/kind/$(KIND_CLUSTER)/kubeconfig.yaml
+KWOK_RELEASE    := https://github.com/kubernetes-sigs/kwok/releases/download/$(KWOK_VERSION)
+KIND_POOLS      ?= --pool 4x8:A100
+
+.PHONY: kind-up
+kind-up: ## Create a kind cluster with kwok, the training-operator and fake GPU nodes (needs internet).
+	@mkdir -p $(dir $(KIND_KUBECONFIG))
+	$(GO) run sigs.k8s.io/kind@$(KIND_VERSION) create cluster --name $(KIND_CLUSTER) --kubeconfig $(KIND_KUBECONFIG)
+	kubectl --kubeconfig $(KIND_KUBECONFIG) apply -f $(KWOK_RELEASE)/kwok.yaml
+	kubectl --kubeconfig $(KIND_KUBECONFIG) apply -k config/kwok
+	kubectl --kubeconfig $(KIND_KUBECONFIG) apply --server-side -k "github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=$(TRAINING_OPERATOR_VERSION)"
+	kubectl --kubeconfig $(KIND_KUBECONFIG) -n kubeflow rollout status deployment/training-operator --timeout=5m
+	$(PICKYMAN_RUN) cluster nodes --kubeconfig $(KIND_KUBECONFIG) $(KIND_POOLS)
+	@echo "export KUBECONFIG=$(KIND_KUBECONFIG); make e2e"
+
+.PHONY: kind-down
+kind-down: ## Delete the kind cluster.
+	$(GO) run sigs.k8s.io/kind@$(KIND_VERSION) delete cluster --name $(KIND_CLUSTER)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,18 +44,58 @@ func newClusterCommand() *cobra.Command {
 		Short: "Run the local testbed cluster: a control plane built from Go modules, fake GPU nodes (kwok), the training-operator",
 	}
 	f.register(cmd)
-	cmd.AddCommand(newClusterUpCommand(&f), newClusterDownCommand(&f), newClusterStatusCommand(&f))
+	cmd.AddCommand(newClusterUpCommand(&f), newClusterDownCommand(&f), newClusterStatusCommand(&f), newClusterNodesCommand())
 	return cmd
+}
+
+// poolFlags are the flags that describe fake GPU nodes.
+type poolFlags struct {
+	nodes, gpus   int
+	model, labels string
+	taints        string
+	pools         []string
+}
+
+func (p *poolFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&p.nodes, "nodes", 4, "number of fake GPU nodes (ignored with --pool)")
+	fl.IntVar(&p.gpus, "gpus-per-node", 8, "nvidia.com/gpu per node (ignored with --pool)")
+	fl.StringVar(&p.model, "gpu-model", "A100", fmt.Sprintf("GPU model, one of %v or a product name (ignored with --pool)", cluster.KnownGPUModels()))
+	fl.StringArrayVar(&p.pools, "pool", nil, "a pool of nodes NODESxGPUS:MODEL[:MEMORY_MIB], repeatable: --pool 4x8:A100 --pool 2x4:V100")
+	fl.StringVar(&p.labels, "node-labels", "", "extra labels on every node: k=v,k2=v2")
+	fl.StringVar(&p.taints, "node-taints", "", "taints on every node: key[=value]:Effect,...")
+}
+
+func (p *poolFlags) build() ([]cluster.Pool, error) {
+	lbls, err := cluster.ParseLabels(p.labels)
+	if err != nil {
+		return nil, err
+	}
+	tnts, err := cluster.ParseTaints(p.taints)
+	if err != nil {
+		return nil, err
+	}
+	specs := p.pools
+	if len(specs) == 0 {
+		specs = []string{fmt.Sprintf("%dx%d:%s", p.nodes, p.gpus, p.model)}
+	}
+	var out []cluster.Pool
+	for _, s := range specs {
+		pool, err := cluster.ParsePool(s)
+		if err != nil {
+			return nil, err
+		}
+		pool.Labels, pool.Taints = lbls, tnts
+		out = append(out, pool)
+	}
+	return out, nil
 }
 
 func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	var (
-		nodes, gpus   int
-		model, labels string
-		taints        string
-		pools         []string
-		noTrainingOp  bool
-		timeout       = cluster.DefaultOptions("").Timeout
+		pf           poolFlags
+		noTrainingOp bool
+		timeout      = cluster.DefaultOptions("").Timeout
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -65,46 +106,57 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 			o := f.options(cmd)
 			o.Timeout = timeout
 			o.TrainingOperator = !noTrainingOp
-			lbls, err := cluster.ParseLabels(labels)
+			pools, err := pf.build()
 			if err != nil {
 				return err
 			}
-			tnts, err := cluster.ParseTaints(taints)
-			if err != nil {
-				return err
-			}
-			if len(pools) == 0 {
-				pools = []string{fmt.Sprintf("%dx%d:%s", nodes, gpus, model)}
-			}
-			for _, s := range pools {
-				p, err := cluster.ParsePool(s)
-				if err != nil {
-					return err
-				}
-				p.Labels, p.Taints = lbls, tnts
-				o.Pools = append(o.Pools, p)
-			}
+			o.Pools = pools
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			info, err := cluster.Up(ctx, o)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "cluster %s up in %v (%d nodes created)\n", info.Name, info.Total().Round(1e6), info.NodesCreated)
+			fmt.Fprintf(cmd.ErrOrStderr(), "cluster %s up in %v (%d nodes created)\n", info.Name, info.Total().Round(time.Millisecond), info.NodesCreated)
 			fmt.Fprintf(cmd.ErrOrStderr(), "use it with: export KUBECONFIG=%s\n", info.Kubeconfig)
 			fmt.Fprintln(cmd.OutOrStdout(), info.Kubeconfig)
 			return nil
 		},
 	}
-	fl := cmd.Flags()
-	fl.IntVar(&nodes, "nodes", 4, "number of fake GPU nodes (ignored with --pool)")
-	fl.IntVar(&gpus, "gpus-per-node", 8, "nvidia.com/gpu per node (ignored with --pool)")
-	fl.StringVar(&model, "gpu-model", "A100", fmt.Sprintf("GPU model, one of %v or a product name (ignored with --pool)", cluster.KnownGPUModels()))
-	fl.StringArrayVar(&pools, "pool", nil, "a pool of nodes NODESxGPUS:MODEL[:MEMORY_MIB], repeatable: --pool 4x8:A100 --pool 2x4:V100")
-	fl.StringVar(&labels, "node-labels", "", "extra labels on every node: k=v,k2=v2")
-	fl.StringVar(&taints, "node-taints", "", "taints on every node: key[=value]:Effect,...")
-	fl.BoolVar(&noTrainingOp, "no-training-operator", false, "do not install or start the training-operator")
-	fl.DurationVar(&timeout, "timeout", timeout, "how long each step may wait")
+	pf.register(cmd)
+	cmd.Flags().BoolVar(&noTrainingOp, "no-training-operator", false, "do not install or start the training-operator")
+	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long each step may wait")
+	return cmd
+}
+
+func newClusterNodesCommand() *cobra.Command {
+	var (
+		pf         poolFlags
+		kubeconfig string
+	)
+	cmd := &cobra.Command{
+		Use:   "nodes",
+		Short: "Create fake GPU nodes on any cluster that runs kwok (kind, for example)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pools, err := pf.build()
+			if err != nil {
+				return err
+			}
+			c, err := cluster.NewClients(kubeconfig)
+			if err != nil {
+				return err
+			}
+			nodes := cluster.BuildNodes(pools)
+			n, err := c.EnsureNodes(cmd.Context(), nodes)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d nodes created, %d already there\n", n, len(nodes)-n)
+			return nil
+		},
+	}
+	pf.register(cmd)
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "cluster to create the nodes in")
 	return cmd
 }
 
