@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,7 @@ import (
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/profile"
 )
 
 // harness runs the operator's reconcilers and scheduling cycle by hand on a fake API server
@@ -276,4 +279,55 @@ func condReason(a *v1alpha1.Allocation, typ string) string {
 		}
 	}
 	return ""
+}
+
+func TestFinishScoresPredictionAndRecordsProfile(t *testing.T) {
+	job := utiltesting.MakePyTorchJob("train", "ns").Master(4).Label(v1alpha1.LabelModel, "resnet").
+		Annotation(v1alpha1.AnnotationEpochs, "10").Obj()
+	h := newHarness(t, "fifo", gpuNode("a", 8), job)
+	store := profile.NewMemory()
+	p := profile.Profile{Model: "resnet"}
+	for i, g := range []int32{1, 2, 4, 8} {
+		p.Add(profile.Sample{JobID: fmt.Sprint(i), GPUs: g, EpochTime: time.Duration(40/g) * time.Minute}, 0)
+	}
+	if err := store.Update(p); err != nil {
+		t.Fatal(err)
+	}
+	h.op.Profiles = store
+	h.reconcileJob("train")
+	h.cycle()
+	for _, pod := range h.createPods("train") {
+		pr, _ := json.Marshal(protocol.Progress{EpochsDone: 10, EpochSeconds: 660})
+		pod.Annotations[protocol.AnnotationProgress] = string(pr)
+		if err := h.c.Update(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.clock.Step(110 * time.Minute) // predicted 10 x 10 min, ran 110 min: error 10/110
+	j := h.job("train")
+	j.Status.Conditions = append(j.Status.Conditions, kftraining.JobCondition{Type: kftraining.JobSucceeded, Status: corev1.ConditionTrue})
+	if err := h.c.Status().Update(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileJob("train")
+	h.wantPhase("train", v1alpha1.AllocationFinished)
+
+	var m dto.Metric
+	if err := h.op.Metrics.PredictionError.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetHistogram().GetSampleCount(); got != 1 {
+		t.Fatalf("%d predictions scored, want 1", got)
+	}
+	if got := m.GetHistogram().GetSampleSum(); got < 10.0/110-1e-6 || got > 10.0/110+1e-6 {
+		t.Errorf("relative error %.4f, want %.4f", got, 10.0/110)
+	}
+	after, err := store.Get("resnet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := after.Samples[len(after.Samples)-1]
+	if last.JobID != "ns/pytorchjob-train" || last.GPUs != 4 || last.EpochTime != 11*time.Minute {
+		t.Errorf("recorded sample %+v, want job ns/pytorchjob-train, 4 GPUs, 11m", last)
+	}
 }

@@ -265,6 +265,7 @@ func (r *JobReconciler) finish(ctx context.Context, job jobframework.GenericJob,
 	if j != nil {
 		r.observe(sched.Event{Kind: sched.EventFinished, Time: now.Time, Job: j, Duration: now.Sub(a.CreationTimestamp.Time)})
 	}
+	r.scorePrediction(a)
 	r.recordProfile(ctx, a, prog)
 	r.Trigger()
 	return nil

@@ -3,12 +3,34 @@ package controller
 import (
 	"context"
 	"errors"
+	"math"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/profile"
 )
+
+// scorePrediction observes the relative error of the execution-time prediction the model's
+// profile gave for a finished job: the trusted fit's epoch time at the job's allocation times
+// its epochs, against the time it held its GPUs.
+func (o *Operator) scorePrediction(a *v1alpha1.Allocation) {
+	gpus := allocGPUs(a)
+	if o.Profiles == nil || a.Spec.Model == "" || a.Spec.Epochs <= 0 || gpus <= 0 || a.Status.AttainedGPUSeconds <= 0 {
+		return
+	}
+	p, err := o.Profiles.Get(a.Spec.Model)
+	if err != nil {
+		return
+	}
+	f := profile.FitSamples(p.Samples, profile.DefaultFitConfig())
+	if !f.Trusted {
+		return
+	}
+	predicted := f.At(gpus).Seconds() * float64(a.Spec.Epochs)
+	actual := float64(a.Status.AttainedGPUSeconds) / float64(gpus)
+	o.Metrics.PredictionError.Observe(math.Abs(predicted-actual) / actual)
+}
 
 // recordProfile adds what a finished job showed (its epoch time at its allocation) to its
 // model's profile. Failures are logged: a lost sample only delays a trusted fit.
