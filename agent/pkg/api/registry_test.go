@@ -291,3 +291,5 @@ func TestPollWaitsForRequest(t *testing.T) {
 		t.Error("a wait over the maximum accepted")
 	}
 }
+
+func fakeClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(t0) }

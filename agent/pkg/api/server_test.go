@@ -118,7 +118,6 @@ func ownPod() PodResolver {
 }
 
 func TestServerPayloads(t *testing.T) {
-	path, _ := startServer(t, ownPod())
 	tests := map[string]struct {
 		lines []string
 		want  []string
@@ -166,12 +165,14 @@ func TestServerPayloads(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			path, _ := startServer(t, ownPod())
 			got := codes(exchange(t, path, tc.lines...))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("codes (-want +got):\n%s", diff)
 			}
 		})
 	}
+	path, _ := startServer(t, ownPod())
 	long := `{"op":"register","pod":"` + strings.Repeat("x", protocol.MaxLine) + `"}`
 	if got := codes(exchange(t, path, long)); got[0] != "malformed" {
 		t.Errorf("an over-long line got %v", got)

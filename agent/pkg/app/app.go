@@ -146,6 +146,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	reg := api.NewRegistry(clock.RealClock{}, co)
 	co.Registry = reg
 	col := metrics.New(func() map[string]gpu.Backend { return map[string]gpu.Backend{o.Node: backend} }, reg)
+	co.OnAck = col.Acked
 
 	if err := os.MkdirAll(o.SocketDir, 0o755); err != nil {
 		return err
@@ -204,6 +205,7 @@ func runTestbed(ctx context.Context, o Options, kube client.WithWatch, log logr.
 	}
 	tb := testbed.New(kube, clock.RealClock{}, log.WithName("testbed"), sel, testbed.DefaultPhysics(), o.TimeScale, o.Seed)
 	col := metrics.New(tb.Backends, tb.Registry)
+	tb.Coord.OnAck = col.Acked
 	errc := make(chan error, 2)
 	go func() { errc <- tb.Run(ctx) }()
 	go func() { errc <- serveMetrics(ctx, o.MetricsAddr, col) }()

@@ -33,6 +33,8 @@ type Coordinator struct {
 	// accepts (testbed mode, one agent for many fake nodes), listing pods without a field
 	// selector.
 	Nodes func(node string) bool
+	// OnAck, if set, is told of every acknowledgement (for metrics).
+	OnAck func(api.Pod, protocol.CheckpointAck)
 	// Counter reads a process's receive counter; nil disables traffic sampling.
 	Counter api.CounterFunc
 
@@ -123,6 +125,9 @@ func FromPod(log logr.Logger, p *corev1.Pod) api.Pod {
 
 // Acked implements api.Hooks: the acknowledgement and the progress are queued for writing.
 func (c *Coordinator) Acked(p api.Pod, ack protocol.CheckpointAck) {
+	if c.OnAck != nil {
+		c.OnAck(p, ack)
+	}
 	c.queue(p, protocol.AnnotationCheckpointAck, ack)
 	if prog, ok := c.Registry.Progress(p.UID); ok {
 		c.queue(p, protocol.AnnotationProgress, prog)

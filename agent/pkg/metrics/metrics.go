@@ -57,6 +57,11 @@ func (c *Collector) APIError(code protocol.ErrorCode) {
 	c.APIErrors.WithLabelValues(string(code)).Inc()
 }
 
+// Acked counts an acknowledgement (for coord.Coordinator.OnAck).
+func (c *Collector) Acked(p api.Pod, _ protocol.CheckpointAck) {
+	c.Acks.WithLabelValues(p.Namespace).Inc()
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUtil, descFBUsed, descFBFree, descGPUs, descUp, descEpochsDone, descEpochSecs, descReadBytes, descReadRate} {

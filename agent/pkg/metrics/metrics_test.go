@@ -26,6 +26,7 @@ func TestCollector(t *testing.T) {
 	reg.SetPod(api.Pod{UID: "u", Namespace: "team", Name: "bert-worker-0", Resume: protocol.ResumePoint{Epoch: 2}})
 	c := New(func() map[string]gpu.Backend { return map[string]gpu.Backend{"n1": f} }, reg)
 	c.APIError(protocol.ErrForbidden)
+	c.Acked(api.Pod{Namespace: "team"}, protocol.CheckpointAck{})
 	devs, _ := f.Devices()
 	reg2 := prometheus.NewPedanticRegistry()
 	if err := reg2.Register(c); err != nil {
@@ -62,6 +63,7 @@ func TestCollector(t *testing.T) {
 		"DCGM_FI_DEV_GPU_UTIL{" + labels(0, "") + "} 0",
 		"DCGM_FI_DEV_GPU_UTIL{" + labels(1, "bert-worker-0") + "} 87",
 		"pickyman_agent_api_errors_total{code=forbidden} 1",
+		"pickyman_agent_checkpoint_acks_total{namespace=team} 1",
 		"pickyman_agent_gpu_backend_up{Hostname=n1} 1",
 		"pickyman_agent_gpus{Hostname=n1} 2",
 		"pickyman_agent_pod_epoch_seconds{namespace=team,pod=bert-worker-0} 0",

@@ -90,9 +90,19 @@ class Client:
         r = resp.get("resume") or {}
         return ResumePoint(epoch=int(r.get("epoch", 0)), path=r.get("path", ""))
 
-    def register(self, pod: str, rank: int, world_size: int) -> ResumePoint:
-        """Bind this connection to a rank of the pod; returns where training starts."""
-        return self._resume(self._call("register", pod=pod, rank=rank, world_size=world_size))
+    def register(self, pod: str, rank: int, world_size: int, retry: float = 5.0) -> ResumePoint:
+        """Bind this connection to a rank of the pod; returns where training starts.
+
+        A restarted process may find its rank still held by its predecessor's connection
+        for a moment; register retries that case for up to retry seconds."""
+        deadline = time.monotonic() + retry
+        while True:
+            try:
+                return self._resume(self._call("register", pod=pod, rank=rank, world_size=world_size))
+            except AgentError as e:
+                if e.code != "out_of_order" or "live connection" not in e.message or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def resume_point(self) -> ResumePoint:
         return self._resume(self._call("resume_point"))

@@ -1,0 +1,62 @@
+package api
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+)
+
+// clientScript drives the Python client (agent/python/pickyman_agent) through a session of
+// pod b, whose checkpoint request r1 is pending, and prints the outcome.
+const clientScript = `
+import sys
+sys.path.insert(0, sys.argv[1])
+from pickyman_agent import AgentError, Client, EXIT_SUSPENDED
+c = Client()
+try:
+    c.epoch_begin(0)
+    print("FAIL: epoch_begin before register accepted")
+except AgentError as e:
+    assert e.code == "out_of_order", e.code
+try:
+    c.register("ns/a", 0, 1)
+    print("FAIL: registered as another pod")
+except AgentError as e:
+    assert e.code == "forbidden", e.code
+rp = c.register("ns/b", 0, 1)
+assert rp.epoch == 0, rp
+c.epoch_begin(0)
+c.epoch_end(0, samples=10, nbytes=1000)
+req = c.requested()
+assert req is not None and req.id == "r1" and req.mode == "boundary", req
+c.checkpoint_done(req.id, 1, "/ck/1", 123, 0.5)
+assert c.poll() is None
+assert EXIT_SUSPENDED == 143
+print("CLIENT OK")
+`
+
+func TestPythonClient(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to test the Python client: %v", err)
+	}
+	path, rec := startServer(t, environResolver)
+	_, file, _, _ := runtime.Caller(0)
+	pkg := filepath.Join(filepath.Dir(file), "..", "..", "python")
+	cmd := exec.Command(py, "-c", clientScript, pkg)
+	cmd.Env = append(os.Environ(), protocol.EnvSocket+"="+path, envTestPodUID+"=uid-b")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "CLIENT OK") || strings.Contains(string(out), "FAIL") {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.acks) != 1 || rec.acks[0].Path != "/ck/1" || rec.acks[0].Bytes != 123 || rec.acks[0].Epoch != 1 {
+		t.Errorf("acks %+v, want one for /ck/1", rec.acks)
+	}
+}
