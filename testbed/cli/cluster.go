@@ -176,16 +176,29 @@ func newClusterDownCommand(f *clusterFlags) *cobra.Command {
 }
 
 func newClusterStatusCommand(f *clusterFlags) *cobra.Command {
-	return &cobra.Command{
+	var sample time.Duration
+	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster's processes, ports, nodes and GPUs",
+		Short: "Show the cluster's processes, ports, nodes and GPUs; with --sample, their CPU and memory",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := cluster.GetStatus(cmd.Context(), f.options(cmd))
+			o := f.options(cmd)
+			s, err := cluster.GetStatus(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
 			s.Print(cmd.OutOrStdout())
+			if sample <= 0 || !s.Exists {
+				return nil
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "sampling /proc for %v\n", sample)
+			us, err := cluster.SampleUsage(cmd.Context(), o.ClusterPids(), sample, time.Second)
+			if err != nil {
+				return err
+			}
+			cluster.PrintUsage(cmd.OutOrStdout(), us)
 			return nil
 		},
 	}
+	cmd.Flags().DurationVar(&sample, "sample", 0, "measure each process's CPU (cores) and RSS over this long, e.g. 1m")
+	return cmd
 }
