@@ -3,7 +3,7 @@
 
 BUILD_CMDS += ./operator/cmd/pickyman-operator
 GENERATED_PATHS += config/webhook/manifests.yaml
-KUSTOMIZE ?= $(GO) run sigs.k8s.io/kustomize/kustomize/v5@v5.8.3
+KUSTOMIZE ?= $(GO) run sigs.k8s.io/kustomize/kustomize/v5@v5.7.1
 OPERATOR_CONFIG ?=
 INTEGRATION_TIMEOUT ?= 20m
 
