@@ -104,6 +104,15 @@ func TestSchedule(t *testing.T) {
 				waitingJob("q", 1, 4, 10*time.Minute).Obj(),
 			},
 		},
+		"flat priority: the shorter job goes first whatever its class": {
+			opts:  func(o *Options) { o.FlatPriority = true },
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				waitingJob("low-short", 1, 4, time.Minute).Obj(),
+				waitingJob("high-long", 1, 4, 10*h).Priority(1).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "low-short", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
 		"higher priority is served first": {
 			nodes: []sched.Node{node("a")},
 			jobs: []*sched.Job{
@@ -180,6 +189,9 @@ func TestFromParams(t *testing.T) {
 		if _, err := FromParams(Name, bad); err == nil {
 			t.Errorf("FromParams accepted %v", bad)
 		}
+	}
+	if flat, err := FromParams("pickyman-flat", map[string]string{}); err != nil || !flat.Options().FlatPriority || flat.Name() != "pickyman-flat" {
+		t.Errorf("pickyman-flat: %v, %v", flat, err)
 	}
 	if _, err := FromParams("pickyman-psychic", map[string]string{}); err == nil {
 		t.Error("FromParams accepted an unknown variant")
