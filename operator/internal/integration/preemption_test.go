@@ -143,7 +143,7 @@ func TestPreemptionDeadline(t *testing.T) {
 	ns := newNamespace(t)
 	fakeTrainingOperator(t, ns)
 	conf := testConfig("kueue")
-	conf.Checkpoint.NowDeadline.Duration = 2 * time.Second
+	conf.Checkpoint.NowDeadline.Duration = 4 * time.Second
 	startOperator(t, conf)
 	startVictim(t, ns, "dl-a", "dl-b")
 

@@ -11,6 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +55,9 @@ type Options struct {
 	DisableMetricsServer bool
 	// LeaderElectionID names the lease.
 	LeaderElectionID string
+	// SkipNameValidation allows several managers in one process to register controllers of
+	// the same names (tests that restart the operator).
+	SkipNameValidation bool
 }
 
 // New builds the operator's manager with every controller registered.
@@ -91,6 +95,9 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAlloc)},
 		}},
+	}
+	if opts.SkipNameValidation {
+		mopts.Controller.SkipNameValidation = ptr.To(true)
 	}
 	if opts.DisableMetricsServer {
 		mopts.Metrics.BindAddress = "0"
