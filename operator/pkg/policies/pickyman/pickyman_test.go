@@ -197,3 +197,30 @@ func TestFromParams(t *testing.T) {
 		t.Error("FromParams accepted an unknown variant")
 	}
 }
+
+// TestUnchangedCycleSkipped checks that a cycle with no state-changing event since the
+// last full one, within Refresh, decides nothing new, and that an arrival or Refresh
+// passing makes the next cycle full again.
+func TestUnchangedCycleSkipped(t *testing.T) {
+	const h = time.Hour
+	mk := func(at time.Time) *sched.Snapshot {
+		return itesting.MakeSnapshot(at).Nodes(itesting.MakeNode("a", 4).Obj()).Jobs(
+			epochJob("long", "a", 4, h, 20, 2, 5*time.Minute).Obj(),
+			waitingJob("short", 1, 4, 10*time.Minute).Obj(),
+		).Obj()
+	}
+	p := New(DefaultOptions())
+	if d := p.Schedule(mk(now)); len(d.Preemptions) != 1 {
+		t.Fatalf("first cycle: %+v, want one preemption", d)
+	}
+	if d := p.Schedule(mk(now.Add(time.Minute))); len(d.Preemptions) != 0 {
+		t.Errorf("unchanged cycle decided %+v, want nothing", d)
+	}
+	p.Observe(sched.Event{Kind: sched.EventSubmitted, Time: now.Add(time.Minute), Job: waitingJob("x", 1, 1, h).Obj()})
+	if d := p.Schedule(mk(now.Add(2 * time.Minute))); len(d.Preemptions) != 1 {
+		t.Errorf("cycle after an arrival: %+v, want one preemption", d)
+	}
+	if d := p.Schedule(mk(now.Add(2*time.Minute + DefaultOptions().Refresh))); len(d.Preemptions) != 1 {
+		t.Errorf("cycle after Refresh: %+v, want one preemption", d)
+	}
+}
