@@ -59,6 +59,12 @@ func (c *Coordinator) init() {
 // Sync lists the node's pods and updates the registry: new and changed pods are set, pods
 // that are gone, finished or deleting are removed.
 func (c *Coordinator) Sync(ctx context.Context) error {
+	_, err := c.SyncPods(ctx)
+	return err
+}
+
+// SyncPods is Sync that also returns the pods it set in the registry.
+func (c *Coordinator) SyncPods(ctx context.Context) ([]*corev1.Pod, error) {
 	c.init()
 	var pods corev1.PodList
 	var opts []client.ListOption
@@ -66,9 +72,10 @@ func (c *Coordinator) Sync(ctx context.Context) error {
 		opts = append(opts, client.MatchingFields{NodeNameField: c.Node})
 	}
 	if err := c.Client.List(ctx, &pods, opts...); err != nil {
-		return fmt.Errorf("list pods of node %s: %w", c.Node, err)
+		return nil, fmt.Errorf("list pods of node %s: %w", c.Node, err)
 	}
 	seen := map[string]bool{}
+	var out []*corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !c.accepts(p.Spec.NodeName) || p.DeletionTimestamp != nil ||
@@ -77,13 +84,14 @@ func (c *Coordinator) Sync(ctx context.Context) error {
 		}
 		seen[string(p.UID)] = true
 		c.Registry.SetPod(FromPod(c.Log, p))
+		out = append(out, p)
 	}
 	for _, uid := range c.Registry.PodUIDs() {
 		if !seen[uid] {
 			c.Registry.RemovePod(uid)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 func (c *Coordinator) accepts(node string) bool {
@@ -201,9 +209,9 @@ func (c *Coordinator) Flush(ctx context.Context) error {
 	return firstErr
 }
 
-// refreshProgress samples traffic and queues the progress of pods whose last progress patch
+// RefreshProgress samples traffic and queues the progress of pods whose last progress patch
 // is older than protocol.ProgressInterval.
-func (c *Coordinator) refreshProgress() {
+func (c *Coordinator) RefreshProgress() {
 	if c.Counter != nil {
 		c.Registry.SampleTraffic(c.Counter)
 	}
@@ -241,7 +249,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if err := c.Sync(ctx); err != nil && ctx.Err() == nil {
 			c.Log.Error(err, "sync")
 		}
-		c.refreshProgress()
+		c.RefreshProgress()
 		if err := c.Flush(ctx); err != nil && ctx.Err() == nil {
 			c.Log.Error(err, "write annotations")
 		}

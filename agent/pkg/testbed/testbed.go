@@ -32,6 +32,8 @@ type Testbed struct {
 	Seed      int64
 	// Tick is the real-time period of simulation steps (default 50ms).
 	Tick time.Duration
+	// PodSync is the real-time period of pod lists (default 1s).
+	PodSync time.Duration
 
 	Registry *api.Registry
 	Coord    *coord.Coordinator
@@ -127,40 +129,50 @@ func (tb *Testbed) SyncNodes(ctx context.Context) error {
 	return nil
 }
 
-// Step runs one simulation step: sync pods, start trainers for new pods, advance every
-// trainer to now, complete finished pods, and write annotations.
+// Step runs one simulation step: SyncPods, then Advance.
 func (tb *Testbed) Step(ctx context.Context) error {
-	// 1. Pods of the served nodes into the registry.
-	if err := tb.Coord.Sync(ctx); err != nil {
+	if err := tb.SyncPods(ctx); err != nil {
 		return err
 	}
-	var pods corev1.PodList
-	if err := tb.Client.List(ctx, &pods); err != nil {
+	return tb.Advance(ctx)
+}
+
+// SyncPods reads the pods of the served nodes into the registry, starts a trainer for every
+// new running pod and drops the trainers of pods that are gone.
+func (tb *Testbed) SyncPods(ctx context.Context) error {
+	pods, err := tb.Coord.SyncPods(ctx)
+	if err != nil {
 		return err
 	}
 	now := tb.Clock.Now()
 	live := map[string]bool{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		uid := string(p.UID)
-		if _, known := tb.Registry.Pod(uid); !known || p.Status.Phase != corev1.PodRunning {
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		live[uid] = true
-		// 2. A trainer for each new running pod.
+		live[string(p.UID)] = true
 		if err := tb.ensureTrainer(p, now); err != nil {
 			tb.Log.V(1).Info("not simulating pod", "pod", p.Namespace+"/"+p.Name, "reason", err.Error())
 		}
 	}
-	// 3. Advance, complete, release.
 	tb.mu.Lock()
-	var done []*trainer
+	defer tb.mu.Unlock()
 	for uid, t := range tb.trainers {
 		if !live[uid] {
 			tb.release(t)
 			delete(tb.trainers, uid)
-			continue
 		}
+	}
+	return nil
+}
+
+// Advance moves every trainer to now, completes finished pods, samples traffic and writes
+// acknowledgements, progress and completions.
+func (tb *Testbed) Advance(ctx context.Context) error {
+	now := tb.Clock.Now()
+	tb.mu.Lock()
+	var done []*trainer
+	for _, t := range tb.trainers {
 		finished, err := t.step(ctx, tb.Registry, tb.Physics, tb.TimeScale, now)
 		if err != nil {
 			tb.Log.Error(err, "simulated training", "pod", t.pod.Key())
@@ -174,7 +186,7 @@ func (tb *Testbed) Step(ctx context.Context) error {
 	for _, t := range done {
 		tb.Coord.Annotate(t.pod, stages.CompleteAnnotation, stages.CompleteSucceeded)
 	}
-	// 4. Write acknowledgements, progress and completions.
+	tb.Coord.RefreshProgress()
 	return tb.Coord.Flush(ctx)
 }
 
@@ -249,15 +261,20 @@ func (tb *Testbed) release(t *trainer) {
 	}
 }
 
-// Run steps until ctx ends; nodes are re-listed every 10 s.
+// Run steps until ctx ends: trainers advance every Tick, pods are re-listed every PodSync
+// (default 1s; each list reads every pod of the cluster) and nodes every 10 s.
 func (tb *Testbed) Run(ctx context.Context) error {
 	tick := tb.Tick
 	if tick <= 0 {
 		tick = 50 * time.Millisecond
 	}
+	podSync := tb.PodSync
+	if podSync <= 0 {
+		podSync = time.Second
+	}
 	t := tb.Clock.NewTicker(tick)
 	defer t.Stop()
-	var lastNodes time.Time
+	var lastNodes, lastPods time.Time
 	for {
 		if tb.Clock.Since(lastNodes) >= 10*time.Second {
 			if err := tb.SyncNodes(ctx); err != nil && ctx.Err() == nil {
@@ -265,7 +282,13 @@ func (tb *Testbed) Run(ctx context.Context) error {
 			}
 			lastNodes = tb.Clock.Now()
 		}
-		if err := tb.Step(ctx); err != nil && ctx.Err() == nil {
+		if tb.Clock.Since(lastPods) >= podSync {
+			if err := tb.SyncPods(ctx); err != nil && ctx.Err() == nil {
+				tb.Log.Error(err, "sync pods")
+			}
+			lastPods = tb.Clock.Now()
+		}
+		if err := tb.Advance(ctx); err != nil && ctx.Err() == nil {
 			tb.Log.Error(err, "testbed step")
 		}
 		select {

@@ -107,8 +107,14 @@ func TestTestbedSimulatesTraining(t *testing.T) {
 	if busy != 6 {
 		t.Errorf("%d busy GPUs, want 6 (4 + 2)", busy)
 	}
+	// Mid-epoch, the read rate is the dataset over the epoch: 100 GB / 20 s for the victim.
+	for i := 0; i < 10; i++ {
+		step(time.Second)
+	}
+	if p, _ := tb.Registry.Progress("uid-victim"); p.ReadRate < 4.9e9 || p.ReadRate > 5.1e9 {
+		t.Errorf("victim read rate %.3g B/s, want 5e9", p.ReadRate)
+	}
 	// 1. The short job finishes its two epochs at 25 s and is completed.
-	step(10 * time.Second)
 	step(10 * time.Second)
 	if v, _ := getAnn(t, kube, "short", stages.CompleteAnnotation); v != stages.CompleteSucceeded {
 		t.Errorf("short pod: completion annotation %q, want %q", v, stages.CompleteSucceeded)

@@ -27,5 +27,6 @@
 // stalls (a checkpoint write) are thus ignored, but a lasting change is not: after MaxRejects
 // consecutive rejected samples the estimator restarts from the mean of those samples. A
 // counter that goes backwards (the pod's interface was recreated) restarts the interval
-// without a sample.
+// without a sample, and so do idle intervals before the first byte (container start and
+// warm-up), so that they do not drag the first estimate towards zero.
 package traffic

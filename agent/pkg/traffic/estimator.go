@@ -77,6 +77,9 @@ func (e *Estimator) Observe(t time.Time, bytes int64) bool {
 	if delta < 0 { // counter reset
 		return false
 	}
+	if delta == 0 && e.accepted == 0 { // not reading yet (container start, warm-up)
+		return false
+	}
 	e.total += delta
 	return e.add(float64(delta) / dt)
 }

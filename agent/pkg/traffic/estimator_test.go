@@ -36,7 +36,8 @@ func TestEstimator(t *testing.T) {
 		tol          float64
 		wantRejected int
 	}{
-		"steady": {rates: steady(20, 100), wantRate: 100, tol: 0.01},
+		"steady":             {rates: steady(20, 100), wantRate: 100, tol: 0.01},
+		"idle start ignored": {rates: append(steady(5, 0), steady(5, 100)...), wantRate: 100, tol: 0.01},
 		"noise averages out": {
 			rates:    []float64{90, 110, 95, 105, 100, 92, 108, 97, 103, 100, 99, 101, 96, 104, 100},
 			wantRate: 100, tol: 4,
