@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/operator/pkg/profile"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 // harness runs the operator's reconcilers and scheduling cycle by hand on a fake API server
@@ -329,5 +331,51 @@ func TestFinishScoresPredictionAndRecordsProfile(t *testing.T) {
 	last := after.Samples[len(after.Samples)-1]
 	if last.JobID != "ns/pytorchjob-train" || last.GPUs != 4 || last.EpochTime != 11*time.Minute {
 		t.Errorf("recorded sample %+v, want job ns/pytorchjob-train, 4 GPUs, 11m", last)
+	}
+}
+
+type recorder struct{ events []sched.Event }
+
+func (r *recorder) Observe(ev sched.Event) { r.events = append(r.events, ev) }
+
+func TestObserverLearnsEpochs(t *testing.T) {
+	job := utiltesting.MakePyTorchJob("train", "ns").Master(4).Obj()
+	h := newHarness(t, "fifo", gpuNode("a", 8), job)
+	rec := &recorder{}
+	h.op.Observer = rec
+	h.reconcileJob("train")
+	h.cycle()
+	pods := h.createPods("train")
+	report := func(done int32, bytes int64) {
+		for _, pod := range pods {
+			cur := &corev1.Pod{}
+			if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(pod), cur); err != nil {
+				t.Fatal(err)
+			}
+			pr, _ := json.Marshal(protocol.Progress{EpochsDone: done, EpochSeconds: 60, ReadBytes: bytes})
+			cur.Annotations[protocol.AnnotationProgress] = string(pr)
+			if err := h.c.Update(context.Background(), cur); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.cycle()
+	}
+	report(1, 1000)
+	report(1, 1500)
+	report(2, 3000)
+	var kinds []sched.EventKind
+	var epoch sched.Event
+	for _, ev := range rec.events {
+		kinds = append(kinds, ev.Kind)
+		if ev.Kind == sched.EventEpoch {
+			epoch = ev
+		}
+	}
+	want := []sched.EventKind{sched.EventSubmitted, sched.EventStarted, sched.EventEpoch}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Fatalf("observed events (-want +got):\n%s", diff)
+	}
+	if epoch.Duration != time.Minute || epoch.Bytes != 2000 || epoch.Job.ID != "ns/pytorchjob-train" {
+		t.Errorf("epoch event %v %d bytes for %s, want 1m, 2000 bytes", epoch.Duration, epoch.Bytes, epoch.Job.ID)
 	}
 }

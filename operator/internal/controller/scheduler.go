@@ -23,6 +23,10 @@ type Scheduler struct {
 	Cache cache.Cache
 
 	wake chan struct{}
+	// seen is the progress last reported to the observer, per job ID.
+	seen map[string]PodProgress
+	// progress is the pods' progress of the last snapshot, per job ID.
+	progress map[string]PodProgress
 }
 
 var (
@@ -32,7 +36,7 @@ var (
 
 // NewScheduler returns a scheduler and makes op.Trigger wake it.
 func NewScheduler(op *Operator, policy sched.Policy, c cache.Cache) *Scheduler {
-	s := &Scheduler{Operator: op, Policy: policy, Cache: c, wake: make(chan struct{}, 1)}
+	s := &Scheduler{Operator: op, Policy: policy, Cache: c, wake: make(chan struct{}, 1), seen: map[string]PodProgress{}}
 	op.trigger = s.wakeUp
 	if obs, ok := policy.(sched.Observer); ok && op.Observer == nil {
 		op.Observer = obs
@@ -103,6 +107,7 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		return err
 	}
 	s.updateGauges(snap, allocs)
+	s.observeEpochs(snap)
 
 	// 2. Decide.
 	d := s.Policy.Schedule(snap)
@@ -157,6 +162,7 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 		}
 	}
 	view := NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
+	s.progress = progress
 	return BuildSnapshot(now, nodes.Items, list.Items, progress, view), allocs, nil
 }
 
@@ -186,5 +192,38 @@ func (s *Scheduler) updateGauges(snap *sched.Snapshot, allocs map[string]*v1alph
 	}
 	for q, n := range queued {
 		s.Metrics.QueueLength.WithLabelValues(q).Set(float64(n))
+	}
+}
+
+// observeEpochs tells the observer (a learning policy) about epochs the agents reported since
+// the last cycle, with the storage bytes read meanwhile.
+func (s *Scheduler) observeEpochs(snap *sched.Snapshot) {
+	if s.Observer == nil {
+		return
+	}
+	live := make(map[string]bool, len(snap.Jobs))
+	for _, j := range snap.Jobs {
+		live[j.ID] = true
+		if j.Phase != sched.Running {
+			delete(s.seen, j.ID)
+			continue
+		}
+		prog, ok := s.progress[j.ID]
+		if !ok {
+			continue
+		}
+		// seen keeps the progress at the last epoch change, so Bytes spans the epoch.
+		last, had := s.seen[j.ID]
+		if !had || prog.EpochsDone != last.EpochsDone {
+			s.seen[j.ID] = prog
+		}
+		if had && prog.EpochsDone > last.EpochsDone && prog.EpochTime > 0 {
+			s.observe(sched.Event{Kind: sched.EventEpoch, Time: snap.Now, Job: j, Duration: prog.EpochTime, Bytes: max(0, prog.ReadBytes-last.ReadBytes)})
+		}
+	}
+	for id := range s.seen {
+		if !live[id] {
+			delete(s.seen, id)
+		}
 	}
 }

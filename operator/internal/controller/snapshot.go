@@ -32,7 +32,10 @@ type PodProgress struct {
 	Pods       int
 	EpochsDone int32
 	EpochTime  time.Duration
-	ReadRate   float64
+	// ReadBytes and ReadRate sum the pods' storage reads since they started and their
+	// smoothed read rates.
+	ReadBytes int64
+	ReadRate  float64
 }
 
 // ReadProgress folds the progress annotations of a job's pods: the least epochs done (the
@@ -57,6 +60,7 @@ func ReadProgress(pods []*corev1.Pod) PodProgress {
 			p.EpochTime = d
 		}
 		p.ReadRate += pr.ReadRate
+		p.ReadBytes += pr.ReadBytes
 	}
 	return p
 }
