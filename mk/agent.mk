@@ -1,7 +1,7 @@
 # The node agent: binary, Debian's PyTorch for the real-training test, and that test.
 
 BUILD_CMDS += ./agent/cmd/pickyman-agent
-TEST_TARGETS += test-agent-torch
+TEST_TARGETS += test-agent-integration test-agent-torch
 
 AGENT_PYTHON ?= /usr/bin/python3
 
@@ -19,6 +19,10 @@ agent-deps: ## Install Debian's python3-torch for the agent's real-training test
 .PHONY: test-agent
 test-agent: ## Run the agent's unit tests with the race detector.
 	$(GO) test -race -count=1 ./agent/...
+
+.PHONY: test-agent-integration
+test-agent-integration: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the agent's coordinator and testbed mode against kube-apiserver and etcd from bin/.
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 -timeout 10m -v ./agent/test/integration/...
 
 .PHONY: test-agent-torch
 test-agent-torch: agent-deps ## Run the agent end to end with a real 2-worker torchrun DDP job: checkpoint on request, resume, compare with the overhead model.
