@@ -179,3 +179,44 @@ func TestTestbedSimulatesTraining(t *testing.T) {
 		t.Errorf("resumed progress %+v, want epoch 2 under way", p)
 	}
 }
+
+func TestTestbedSuspendNowLosesThePartialEpoch(t *testing.T) {
+	ctx := context.Background()
+	req, _ := json.Marshal(protocol.CheckpointRequest{ID: "n1", Mode: protocol.ModeNow})
+	p := simPod("job", "kwok-0", 4, "100s", 1)
+	kube := fake.NewClientBuilder().WithObjects(fakeNode("kwok-0"), p).
+		WithIndex(&corev1.Pod{}, coord.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+	clk := clocktesting.NewFakeClock(t0)
+	ph := DefaultPhysics()
+	ph.NoiseSigma = 0
+	tb := New(kube, clk, logr.Discard(), labels.SelectorFromSet(labels.Set{"type": "kwok"}), ph, 10, 1)
+	if err := tb.SyncNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{0, 5 * time.Second, 10 * time.Second, 4 * time.Second} { // 19 s: 40% into epoch 1
+		clk.Step(d)
+		if err := tb.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(req)}}})
+	if err := kube.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := getAnn(t, kube, "job", protocol.AnnotationCheckpointAck)
+	if !ok {
+		t.Fatal("a suspend-now was not acknowledged at once")
+	}
+	var ack protocol.CheckpointAck
+	if err := json.Unmarshal([]byte(v), &ack); err != nil {
+		t.Fatal(err)
+	}
+	// The periodic checkpoint of epoch 0's end: epoch 1's 4 s are lost.
+	want := protocol.CheckpointAck{RequestID: "n1", Epoch: 1, Path: "sim://ns/job/epoch-1", Time: t0.Add(19 * time.Second)}
+	if diff := cmp.Diff(want, ack); diff != "" {
+		t.Errorf("ack (-want +got):\n%s", diff)
+	}
+}
