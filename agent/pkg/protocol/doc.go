@@ -33,8 +33,9 @@
 // the job again (so every new pod carries it), or on the pods themselves. A pod without it
 // starts from epoch 0.
 //
-// AnnotationProgress (agent -> operator) holds a JSON Progress: the last epoch begun and
-// completed, the measured epoch time, the storage bytes read and the smoothed read rate. The
+// AnnotationProgress (agent -> operator) holds a JSON Progress: the epoch in progress and
+// when it began, the epochs completed, the last epoch's duration, the storage bytes read and
+// the smoothed read rate. The
 // agent refreshes it at every epoch end and at most every ProgressInterval otherwise; the
 // PickyMan predictor consumes it (brief section 4, "Prediction").
 //
@@ -61,6 +62,13 @@
 //	poll              {wait_ms}                        -> checkpoint request or none (waits up to wait_ms)
 //	checkpoint_done   {request_id, epoch, path, bytes, seconds}
 //	resume_point      {}                               -> resume point
+//
+// epoch_begin must name the resume epoch first, then the epoch after the last one ended.
+// checkpoint_done names the epoch the checkpoint resumes from: for a boundary request it is
+// reported between epochs and must be the next epoch; for a now request it may be any epoch
+// from the resume point to the next one (the newest checkpoint the process has). Every rank
+// of the pod reports; ranks that wrote nothing report 0 bytes. The agent acknowledges the pod
+// when all its registered ranks have reported.
 //
 // After checkpoint_done for a suspend request the training process exits with
 // ExitSuspended; a finished training exits with ExitDone.
