@@ -33,8 +33,8 @@ results-policy: build ## Every policy and ablation on the traces of docs/policy.
 	@mkdir -p $(POLICY_OUT)
 	$(call policy-run,tiresias60,--trace $(TRACES)/tiresias/60_job.csv --cluster 2x4)
 	$(call policy-run,philly-week,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 64x8 --window 1176h:1344h)
-	$(call policy-run,philly,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 64x8)
+	$(call policy-run,generated,--cluster 8x8)
 	$(call policy-run,openb,--trace $(OPENB)/v2023_openb_pod_list_default.csv --cluster $(OPENB)/v2023_openb_node_list_gpu_node.csv)
 	$(call policy-run,openb-4x8,--trace $(OPENB)/v2023_openb_pod_list_default.csv --cluster 4x8)
-	$(call policy-run,generated,--cluster 8x8)
+	$(call policy-run,philly,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 64x8)
 	$(MAKE) --no-print-directory bench-policy accuracy-policy
