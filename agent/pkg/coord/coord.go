@@ -89,6 +89,9 @@ func (c *Coordinator) SyncPods(ctx context.Context) ([]*corev1.Pod, error) {
 	for _, uid := range c.Registry.PodUIDs() {
 		if !seen[uid] {
 			c.Registry.RemovePod(uid)
+			c.mu.Lock()
+			delete(c.lastProg, uid)
+			c.mu.Unlock()
 		}
 	}
 	return out, nil
