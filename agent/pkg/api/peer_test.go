@@ -76,3 +76,21 @@ func FuzzHandle(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkHandlePoll measures one decoded, validated poll call (what a training step costs
+// the agent, without the socket).
+func BenchmarkHandlePoll(b *testing.B) {
+	reg := NewRegistry(fakeClock(), nil)
+	reg.SetPod(makePod("a").obj())
+	srv := &Server{Registry: reg}
+	c := Caller{Session: 1, PID: 1, PodUID: "uid-a"}
+	if _, err := reg.Register(c, "ns/a", 0, 1); err != nil {
+		b.Fatal(err)
+	}
+	line := []byte(`{"op":"poll"}`)
+	for b.Loop() {
+		if resp := srv.handle(b.Context(), c, line); !resp.OK {
+			b.Fatal(resp.Error)
+		}
+	}
+}
