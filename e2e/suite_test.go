@@ -51,6 +51,8 @@ var _ = ginkgo.BeforeSuite(func(ctx context.Context) {
 		suite.opts = cluster.DefaultOptions("")
 		suite.opts.Name = "pickyman-e2e"
 		suite.opts.Log = ginkgo.GinkgoWriter
+		// A pool of its own; the specs create and use their own nodes besides it.
+		suite.opts.Pools = []cluster.Pool{{Nodes: 2, GPUsPerNode: 8, Model: "V100"}}
 		suite.owned = true
 		info, err := cluster.Up(ctx, suite.opts)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())

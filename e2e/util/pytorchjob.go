@@ -18,6 +18,8 @@ func MakePyTorchJob(name, ns string) *PyTorchJobWrapper {
 		TypeMeta:   metav1.TypeMeta{APIVersion: kftraining.SchemeGroupVersion.String(), Kind: kftraining.PyTorchJobKind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: kftraining.PyTorchJobSpec{
+			// Finished pods stay, so tests can read their final phase.
+			RunPolicy:           kftraining.RunPolicy{CleanPodPolicy: kftraining.CleanPodPolicyPointer(kftraining.CleanPodPolicyNone)},
 			PyTorchReplicaSpecs: map[kftraining.ReplicaType]*kftraining.ReplicaSpec{},
 		},
 	}}
