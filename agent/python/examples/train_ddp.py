@@ -148,6 +148,7 @@ def main():
                 req = agent.poll()
                 agent.checkpoint_done(req.id, last[0], last[1], 0, 0.0)
                 event("suspended", epoch=last[0], request=req.id, mode="now")
+                dist.barrier()  # no rank exits (and gets its peers killed) before all acknowledged
                 dist.destroy_process_group()
                 return EXIT_SUSPENDED
         agent.epoch_end(epoch, samples, nbytes)
@@ -161,6 +162,7 @@ def main():
             req = agent.poll()
             agent.checkpoint_done(req.id, epoch + 1, path, written, seconds)
             event("suspended", epoch=epoch + 1, request=req.id, mode="boundary", seconds=seconds)
+            dist.barrier()  # no rank exits (and gets its peers killed) before all acknowledged
             dist.destroy_process_group()
             return EXIT_SUSPENDED
 

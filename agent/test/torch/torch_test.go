@@ -115,6 +115,19 @@ func (r *run) find(name string, epoch int32) (event, bool) {
 	return event{}, false
 }
 
+// count is the number of ranks that emitted the event.
+func (r *run) count(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.Event == name {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *run) waitFor(t *testing.T, name string, epoch int32, timeout time.Duration) event {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -304,9 +317,9 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	}
 	code, out := r1.wait(t, 600*time.Second)
 	tFree := time.Now()
-	// torchrun exits 1 when workers fail and lists each worker's exit code.
-	if code != 1 || strings.Count(out, "exitcode  : "+strconv.Itoa(protocol.ExitSuspended)) != 2 {
-		t.Fatalf("run 1 exited %d, want workers exiting %d; output:\n%s", code, protocol.ExitSuspended, out)
+	// torchrun exits 1 when a worker exits non-zero and names the first one's exit code.
+	if code != 1 || !strings.Contains(out, "exitcode  : "+strconv.Itoa(protocol.ExitSuspended)) || r1.count("suspended") != 2 {
+		t.Fatalf("run 1 exited %d, want both workers suspended and exiting %d; output:\n%s", code, protocol.ExitSuspended, out)
 	}
 	if _, ok := r1.find("done", -1); ok {
 		t.Fatal("run 1 finished instead of suspending")
