@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 type dist struct {
@@ -59,6 +60,9 @@ func run(dirs []string) error {
 		var r results
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
+		}
+		if i := strings.Index(r.Trace, "/shared/traces/"); i >= 0 {
+			r.Trace = "../shared/traces/" + r.Trace[i+len("/shared/traces/"):]
 		}
 		jobs := 0
 		if len(r.Order) > 0 {
