@@ -3,8 +3,10 @@ package pickyman_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,7 +85,8 @@ func TestPredictionAndOverheadAccuracy(t *testing.T) {
 		sum += math.Abs(s.RelErr)
 		n++
 	}
-	for k, xs := range by {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
+		xs := by[k]
 		var m float64
 		for _, x := range xs {
 			m += x
