@@ -119,13 +119,15 @@ func (c *cycle) build() {
 	byGPUs := map[int32][]*cand{}
 	var finishing []*cand
 	c.run = make([]ending, 0, len(c.plan.Index.Running))
+	store := make([]cand, 0, len(c.plan.Index.Running)) // one allocation for all candidates
 	for _, j := range c.plan.Index.Running {
 		rem, epoch := c.predict(j)
 		c.run = append(c.run, ending{j, rem})
 		if c.plan.Preempted(j.ID) || c.now.Sub(j.LastStart) < c.opts.Protect || j.Preemptions >= c.opts.Budget {
 			continue
 		}
-		v := &cand{j: j, gpus: j.GPUs(), rem: rem}
+		store = append(store, cand{j: j, gpus: j.GPUs(), rem: rem})
+		v := &store[len(store)-1]
 		if len(j.Placement) > 0 {
 			v.model = c.nodeModel[j.Placement[0].Node]
 		}
