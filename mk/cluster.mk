@@ -22,12 +22,13 @@ ETCD_LDFLAGS    := -s -w
 KWOK_LDFLAGS    := -s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION:v%=%) \
                    -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$(K8S_VERSION:v%=%)
 
-# name:version:module-dir:package:ldflags-variable
+# name:version:module-dir:package:ldflags-variable (envtest's two first, so integration tests
+# can run while the rest builds)
 TOOL_SPECS := \
   kube-apiserver:$(K8S_VERSION):tools/k8s:k8s.io/kubernetes/cmd/kube-apiserver:K8S_LDFLAGS \
+  etcd:$(ETCD_VERSION):tools/k8s:go.etcd.io/etcd/server/v3:ETCD_LDFLAGS \
   kube-scheduler:$(K8S_VERSION):tools/k8s:k8s.io/kubernetes/cmd/kube-scheduler:K8S_LDFLAGS \
   kube-controller-manager:$(K8S_VERSION):tools/k8s:k8s.io/kubernetes/cmd/kube-controller-manager:K8S_LDFLAGS \
-  etcd:$(ETCD_VERSION):tools/k8s:go.etcd.io/etcd/server/v3:ETCD_LDFLAGS \
   kwok:$(KWOK_VERSION):tools/kwok:sigs.k8s.io/kwok/cmd/kwok:KWOK_LDFLAGS \
   kwokctl:$(KWOK_VERSION):tools/kwok:sigs.k8s.io/kwok/cmd/kwokctl:KWOK_LDFLAGS \
   training-operator:$(TRAINING_OPERATOR_VERSION):tools/training-operator:github.com/kubeflow/training-operator/cmd/training-operator.v1:ETCD_LDFLAGS \
