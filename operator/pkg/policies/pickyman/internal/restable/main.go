@@ -1,11 +1,15 @@
 // Command restable turns the results.json files that `pickyman simulate` writes into the
-// Markdown tables of docs/policy.md: one table per run, one row per policy.
+// Markdown tables of docs/policy.md: one table per run, one row per policy. With -openb
+// PODS.csv it also splits each run's mean waiting time by priority class, taking each job's
+// class from the qos column of the Alibaba openb pod list (LS and Guaranteed high).
 //
 //	go run ./operator/pkg/policies/pickyman/internal/restable out/policy/generated ...
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,8 +55,16 @@ func main() {
 	}
 }
 
-func run(dirs []string) error {
-	for _, dir := range dirs {
+func run(args []string) error {
+	fs := flag.NewFlagSet("restable", flag.ContinueOnError)
+	openb := fs.String("openb", "", "openb pod list: split waiting time by qos class")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *openb != "" {
+		return classes(*openb, fs.Args())
+	}
+	for _, dir := range fs.Args() {
 		data, err := os.ReadFile(filepath.Join(dir, "results.json"))
 		if err != nil {
 			return err
@@ -87,4 +99,89 @@ func run(dirs []string) error {
 		fmt.Println()
 	}
 	return nil
+}
+
+// classes prints the mean waiting time per priority class of each policy in each run.
+func classes(pods string, dirs []string) error {
+	high := map[string]bool{}
+	recs, err := readCSV(pods)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		high[r["name"]] = r["qos"] == "LS" || r["qos"] == "Guaranteed"
+	}
+	for _, dir := range dirs {
+		jobs, err := readCSV(filepath.Join(dir, "jobs.csv"))
+		if err != nil {
+			return err
+		}
+		type acc struct {
+			n   [2]int
+			sum [2]float64
+		}
+		var order []string
+		by := map[string]*acc{}
+		for _, j := range jobs {
+			if j["rejected"] == "true" {
+				continue
+			}
+			a := by[j["policy"]]
+			if a == nil {
+				a = &acc{}
+				by[j["policy"]] = a
+				order = append(order, j["policy"])
+			}
+			c := 0
+			if high[j["job"]] {
+				c = 1
+			}
+			var w float64
+			fmt.Sscan(j["wait_s"], &w)
+			a.n[c]++
+			a.sum[c] += w
+		}
+		fmt.Printf("**%s** by class (LS, Guaranteed high; Burstable, BE low): mean waiting time, seconds.\n\n", filepath.Base(dir))
+		fmt.Println("| policy | high: jobs | high: mean wait | low: jobs | low: mean wait |")
+		fmt.Println("|---|---:|---:|---:|---:|")
+		for _, p := range order {
+			a := by[p]
+			mean := func(c int) float64 {
+				if a.n[c] == 0 {
+					return 0
+				}
+				return a.sum[c] / float64(a.n[c])
+			}
+			fmt.Printf("| %s | %d | %.0f | %d | %.0f |\n", p, a.n[1], mean(1), a.n[0], mean(0))
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+// readCSV reads a CSV file with a header into one map per row.
+func readCSV(path string) ([]map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: empty", path)
+	}
+	out := make([]map[string]string, 0, len(rows)-1)
+	for _, r := range rows[1:] {
+		m := make(map[string]string, len(r))
+		for i, h := range rows[0] {
+			if i < len(r) {
+				m[h] = r[i]
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
