@@ -93,7 +93,7 @@ cluster-status: ## Show the local testbed cluster's processes, nodes and GPUs.
 # envtest on the built binaries; mk/operator.mk runs the operator's.
 .PHONY: test-envtest
 test-envtest: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the testbed's integration tests (envtest on bin/kube-apiserver and bin/etcd).
-	CI=$${CI:-true} KUBEBUILDER_ASSETS=$(BIN) $(GO) test -race -count=1 -tags integration ./testbed/...
+	CI=$${CI:-true} KUBEBUILDER_ASSETS=$(BIN) $(GO) test -race -count=1 -tags integration ./testbed/envtest/... ./testbed/cluster/...
 
 E2E_FLAGS ?= -ginkgo.v
 
