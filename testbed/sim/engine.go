@@ -146,12 +146,12 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Run, error) {
 		}
 	}
 	lastInstant, cyclesAtInstant := time.Duration(-1), 0
-	for {
+	for steps := 0; ; steps++ {
 		t, ok := e.nextTime()
 		if !ok {
 			break
 		}
-		if e.cycles%1024 == 0 && ctx.Err() != nil {
+		if steps%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		if t == lastInstant {
