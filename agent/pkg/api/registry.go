@@ -184,7 +184,8 @@ func (r *Registry) rank(c Caller, st *podState) (*rankState, *Error) {
 	return nil, errf(protocol.ErrOutOfOrder, "register first")
 }
 
-// Register binds the caller's session to a rank of its pod and returns the resume point.
+// Register binds the caller's session to a rank of its pod and returns the resume point. The
+// pod is the peer's; pod, if not empty, must name it ("namespace/name").
 func (r *Registry) Register(c Caller, pod string, rank, world int32) (protocol.ResumePoint, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -192,7 +193,7 @@ func (r *Registry) Register(c Caller, pod string, rank, world int32) (protocol.R
 	if err != nil {
 		return protocol.ResumePoint{}, err
 	}
-	if pod != st.pod.Key() {
+	if pod != "" && pod != st.pod.Key() {
 		return protocol.ResumePoint{}, errf(protocol.ErrForbidden, "the calling process belongs to pod %s, not %q", st.pod.Key(), pod)
 	}
 	if world < 1 || rank < 0 || rank >= world {

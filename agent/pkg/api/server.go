@@ -223,9 +223,6 @@ func checkFields(r protocol.Request) error {
 			if r.Op == protocol.OpCheckpointDone && r.RequestID == "" {
 				return errf(protocol.ErrMalformed, "checkpoint_done needs request_id")
 			}
-			if r.Op == protocol.OpRegister && r.Pod == "" {
-				return errf(protocol.ErrMalformed, "register needs pod")
-			}
 			return nil
 		}(),
 	)

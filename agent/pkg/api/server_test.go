@@ -141,7 +141,7 @@ func TestServerPayloads(t *testing.T) {
 				`{"op":"teleport"}`,
 				`{"op":"epoch_begin","path":"/etc"}`,
 				`{"op":"checkpoint_done","epoch":1}`,
-				`{"op":"register","rank":0,"world_size":1}`,
+				`{"op":"register","pod":"ns/a","rank":-1,"world_size":1}`,
 				`{"op":"poll","wait_ms":3600000}`,
 				`{"op":"register","pod":"ns/a","rank":0,"world_size":1}`,
 				`{"op":"poll","wait_ms":-5}`,
@@ -152,6 +152,10 @@ func TestServerPayloads(t *testing.T) {
 		"another pod's name": {
 			lines: []string{`{"op":"register","pod":"ns/b","rank":0,"world_size":1}`},
 			want:  []string{"forbidden"},
+		},
+		"the pod is the peer's when not named": {
+			lines: []string{`{"op":"register","world_size":1}`, `{"op":"resume_point"}`},
+			want:  []string{"ok", "ok"},
 		},
 		"out of order": {
 			lines: []string{

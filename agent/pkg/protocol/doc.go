@@ -50,7 +50,8 @@
 //
 // The caller's identity is never taken from the payload: the agent reads the peer's pid from
 // the socket (SO_PEERCRED), maps it to a pod UID through /proc/<pid>/cgroup, and rejects a
-// register whose pod does not match, or a pod that is not on the agent's node. A malformed or
+// register whose pod does not match, or a pod that is not on the agent's node. The pod field
+// of register is optional; when given it must name the caller's pod. A malformed or
 // out-of-order call gets Response{OK: false, Error: ...} with an ErrorCode and changes
 // nothing; the connection stays usable.
 //

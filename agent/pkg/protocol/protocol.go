@@ -110,7 +110,7 @@ const MaxLine = 64 << 10
 type Request struct {
 	Op Op `json:"op"`
 	// register
-	Pod       string `json:"pod,omitempty"` // "namespace/name"
+	Pod       string `json:"pod,omitempty"` // "namespace/name", optional: checked against the peer's pod
 	Rank      int32  `json:"rank,omitempty"`
 	WorldSize int32  `json:"world_size,omitempty"`
 	// epoch_begin, epoch_end, checkpoint_done

@@ -38,14 +38,16 @@ class CheckpointRequest:
 
 
 def pod_from_env() -> str:
-    """The pod as "namespace/name": PICKYMAN_POD, or POD_NAMESPACE and POD_NAME (downward API)."""
+    """The pod as "namespace/name": PICKYMAN_POD, or POD_NAMESPACE and POD_NAME (downward API),
+    or "" when neither is set: the agent then takes the caller's pod from the socket's peer
+    credentials alone (naming it only adds a check)."""
     pod = os.environ.get("PICKYMAN_POD")
     if pod:
         return pod
     ns, name = os.environ.get("POD_NAMESPACE"), os.environ.get("POD_NAME")
-    if not ns or not name:
-        raise RuntimeError("set PICKYMAN_POD or POD_NAMESPACE and POD_NAME")
-    return f"{ns}/{name}"
+    if ns and name:
+        return f"{ns}/{name}"
+    return ""
 
 
 class Client:
@@ -91,7 +93,8 @@ class Client:
         return ResumePoint(epoch=int(r.get("epoch", 0)), path=r.get("path", ""))
 
     def register(self, pod: str, rank: int, world_size: int, retry: float = 5.0) -> ResumePoint:
-        """Bind this connection to a rank of the pod; returns where training starts.
+        """Bind this connection to a rank of the caller's pod (pod "namespace/name" is checked
+        against it; "" skips the check); returns where training starts.
 
         A restarted process may find its rank still held by its predecessor's connection
         for a moment; register retries that case for up to retry seconds."""
