@@ -81,13 +81,13 @@ func run(args []string) error {
 			jobs = r.Policies[r.Order[0]].Jobs
 		}
 		fmt.Printf("**%s**: %s, %d jobs, cluster %s (%d GPUs). Times in seconds.\n\n", filepath.Base(dir), r.Trace, jobs, filepath.Base(r.Cluster), r.GPUs)
-		fmt.Println("| policy | wait mean | p50 | p95 | p99 | JCT mean | p50 | p95 | p99 | makespan | preempt. | GPU-h lost | pred. err p50 | ovh. err mean |")
+		fmt.Println("| policy | wait mean | p50 | p95 | p99 | JCT mean | p50 | p95 | p99 | makespan | preempt. | GPU-h lost | pred. err p50, mean | ovh. err mean |")
 		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, name := range r.Order {
 			s := r.Policies[name]
 			pe, oe := "-", "-"
 			if s.Prediction != nil {
-				pe = fmt.Sprintf("%+.3f", s.Prediction.P50)
+				pe = fmt.Sprintf("%+.3f, %+.3f", s.Prediction.P50, s.Prediction.Mean)
 			}
 			if s.Overhead != nil {
 				oe = fmt.Sprintf("%+.4f", s.Overhead.Mean)
