@@ -23,10 +23,10 @@ const (
 
 // Pod annotations (see the package doc).
 const (
-	AnnotationCheckpointRequest = "pickyman.io/checkpoint-request"
-	AnnotationCheckpointAck     = "pickyman.io/checkpoint-ack"
-	AnnotationResumeFrom        = "pickyman.io/resume-from"
-	AnnotationProgress          = "pickyman.io/progress"
+	AnnotationCheckpointRequest = "pickyman.dev/checkpoint-request"
+	AnnotationCheckpointAck     = "pickyman.dev/checkpoint-ack"
+	AnnotationResumeFrom        = "pickyman.dev/resume-from"
+	AnnotationProgress          = "pickyman.dev/progress"
 )
 
 // ProgressInterval bounds how often the agent patches AnnotationProgress between epoch ends.
