@@ -134,14 +134,16 @@ func setCondition(a *v1alpha1.Allocation, typ string, status metav1.ConditionSta
 	})
 }
 
-// phaseConditions keeps exactly the condition of the current phase true.
+// setPhase sets the phase and keeps exactly the condition of the current phase true.
 func setPhase(a *v1alpha1.Allocation, phase v1alpha1.AllocationPhase, reason, msg string, now metav1.Time) {
 	a.Status.Phase = phase
 	for _, c := range []string{v1alpha1.ConditionQueued, v1alpha1.ConditionAdmitted, v1alpha1.ConditionPreempting, v1alpha1.ConditionSuspended, v1alpha1.ConditionFinished} {
 		if c == string(phase) {
 			setCondition(a, c, metav1.ConditionTrue, reason, msg, now)
-		} else if apimeta.FindStatusCondition(a.Status.Conditions, c) != nil {
-			setCondition(a, c, metav1.ConditionFalse, reason, msg, now)
+		} else if prev := apimeta.FindStatusCondition(a.Status.Conditions, c); prev != nil {
+			// A phase left keeps the reason it was entered or left with (the handshake's
+			// outcome stays readable on Suspended after the job is queued again).
+			setCondition(a, c, metav1.ConditionFalse, prev.Reason, prev.Message, now)
 		}
 	}
 }

@@ -111,6 +111,8 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 
 	// 2. Decide.
 	d := s.Policy.Schedule(snap)
+	log.FromContext(ctx).V(1).Info("cycle", "nodes", len(snap.Nodes), "jobs", len(snap.Jobs),
+		"starts", len(d.Starts), "preemptions", len(d.Preemptions), "reservations", len(d.Reservations))
 	if len(d.Starts)+len(d.Preemptions)+len(d.Reservations) == 0 {
 		return s.expireReservations(ctx, snap, allocs)
 	}

@@ -53,12 +53,19 @@ func trainingOperatorCRDs() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "manifests", "base", "crds"), nil
 }
 
+// verbosity is the log verbosity of the operators under test: PICKYMAN_TEST_V, default 0.
+func verbosity() int {
+	v := 0
+	fmt.Sscan(os.Getenv("PICKYMAN_TEST_V"), &v)
+	return v
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
+	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(verbosity()))))
 	root := repoRoot()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -183,6 +190,11 @@ func makeNodes(t *testing.T, gpus int64, names ...string) {
 	for _, n := range names {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"nvidia.com/gpu.product": "A100"}}}
 		if err := k8s.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		// The API server taints new nodes not-ready; no node controller lifts it here.
+		node.Spec.Taints = nil
+		if err := k8s.Update(ctx, node); err != nil {
 			t.Fatal(err)
 		}
 		q := *resource.NewQuantity(gpus, resource.DecimalSI)

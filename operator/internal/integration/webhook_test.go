@@ -73,7 +73,7 @@ func TestWebhooks(t *testing.T) {
 		if err := k8s.Create(ctx, job); err != nil {
 			t.Fatal(err)
 		}
-		if job.Spec.RunPolicy.Suspend != nil || job.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template.Spec.SchedulerName != "" {
+		if (job.Spec.RunPolicy.Suspend != nil && *job.Spec.RunPolicy.Suspend) || job.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template.Spec.SchedulerName != "" {
 			t.Error("unmanaged job was mutated")
 		}
 	})
