@@ -12,6 +12,6 @@ generate: manifests ## Regenerate deepcopy functions, CRDs and RBAC.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Regenerate the CRDs (config/crd/bases) and the operator's RBAC (config/rbac/role.yaml).
 	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=pickyman-operator paths=./operator/internal/controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=operator paths=./operator/internal/controller/... output:rbac:artifacts:config=config/rbac
 
 # $(BIN)/controller-gen is built by `make tools` (mk/cluster.mk) from the pinned tools module.

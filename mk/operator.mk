@@ -27,8 +27,8 @@ run: ## Run the operator locally against the current kubeconfig (no webhooks; OP
 
 .PHONY: deploy
 deploy: ## Deploy CRDs, RBAC, the operator and its webhooks to the current kubeconfig's cluster.
-	$(KUSTOMIZE) build --load-restrictor LoadRestrictionsNone config/default | kubectl apply --server-side -f -
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
 
 .PHONY: undeploy
 undeploy: ## Remove what deploy created.
-	$(KUSTOMIZE) build --load-restrictor LoadRestrictionsNone config/default | kubectl delete --ignore-not-found -f -
+	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
