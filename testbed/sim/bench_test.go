@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,15 +73,22 @@ func BenchmarkSimulateAll(b *testing.B) {
 	b.ReportMetric(float64(len(policies.Names())), "policies")
 }
 
-// TestPhilly runs the full philly.csv through every registered policy with invariants on.
-// It is long: it does not run with -short or under the race detector (make test-unit);
-// make test-sim runs it.
+// phillyAll runs the PickyMan ablations on the full philly.csv too; by default TestPhilly
+// runs the five baselines and pickyman, which keeps make test within CI's time.
+var phillyAll = flag.Bool("philly.all", false, "TestPhilly: run every registered policy, ablations included")
+
+// TestPhilly runs the full philly.csv through the baselines and pickyman (every registered
+// policy with -philly.all) with invariants on. It is long: it does not run with -short or
+// under the race detector (make test-unit); make test-sim runs it.
 func TestPhilly(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("long: run by make test-sim (without -short and -race)")
 	}
 	jobs, cluster := loadPhilly(t)
 	for _, name := range policies.Names() {
+		if !*phillyAll && strings.HasPrefix(name, "pickyman-") {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			cfg := DefaultConfig()
