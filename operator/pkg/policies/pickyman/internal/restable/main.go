@@ -14,39 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pickyman/pickyman/testbed/report"
 )
-
-type dist struct {
-	N    int     `json:"n"`
-	Mean float64 `json:"mean"`
-	P50  float64 `json:"p50"`
-}
-
-type summary struct {
-	Jobs        int     `json:"jobs"`
-	Rejected    int     `json:"rejected"`
-	MeanWait    float64 `json:"mean_wait_s"`
-	P50Wait     float64 `json:"p50_wait_s"`
-	P95Wait     float64 `json:"p95_wait_s"`
-	P99Wait     float64 `json:"p99_wait_s"`
-	MeanJCT     float64 `json:"mean_jct_s"`
-	P50JCT      float64 `json:"p50_jct_s"`
-	P95JCT      float64 `json:"p95_jct_s"`
-	P99JCT      float64 `json:"p99_jct_s"`
-	Makespan    float64 `json:"makespan_s"`
-	Preemptions int64   `json:"preemptions"`
-	GPUHLost    float64 `json:"gpu_hours_lost"`
-	Prediction  *dist   `json:"prediction_error"`
-	Overhead    *dist   `json:"overhead_error"`
-}
-
-type results struct {
-	Trace    string             `json:"trace"`
-	Cluster  string             `json:"cluster"`
-	GPUs     int                `json:"gpus"`
-	Order    []string           `json:"order"`
-	Policies map[string]summary `json:"policies"`
-}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -69,7 +39,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		var r results
+		var r report.Results
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
@@ -86,15 +56,15 @@ func run(args []string) error {
 		for _, name := range r.Order {
 			s := r.Policies[name]
 			pe, oe := "-", "-"
-			if s.Prediction != nil {
-				pe = fmt.Sprintf("%+.3f, %+.3f", s.Prediction.P50, s.Prediction.Mean)
+			if s.PredictionError != nil {
+				pe = fmt.Sprintf("%+.3f, %+.3f", s.PredictionError.P50, s.PredictionError.Mean)
 			}
-			if s.Overhead != nil {
-				oe = fmt.Sprintf("%+.4f", s.Overhead.Mean)
+			if s.OverheadError != nil {
+				oe = fmt.Sprintf("%+.4f", s.OverheadError.Mean)
 			}
 			fmt.Printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %.1f | %s | %s |\n",
 				name, s.MeanWait, s.P50Wait, s.P95Wait, s.P99Wait, s.MeanJCT, s.P50JCT, s.P95JCT, s.P99JCT,
-				s.Makespan, s.Preemptions, s.GPUHLost, pe, oe)
+				s.Makespan, s.Preemptions, s.GPUHoursLost, pe, oe)
 		}
 		fmt.Println()
 	}
