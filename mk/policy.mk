@@ -36,7 +36,7 @@ results-policy: build ## Every policy and ablation on the traces of docs/policy.
 	$(call policy-run,generated,--cluster 8x8)
 	$(call policy-run,openb,--trace $(OPENB)/v2023_openb_pod_list_default.csv --cluster $(OPENB)/v2023_openb_node_list_gpu_node.csv)
 	$(call policy-run,openb-4x8,--trace $(OPENB)/v2023_openb_pod_list_default.csv --cluster 4x8)
-	$(call policy-run,philly,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 64x8)
+	$(call policy-run,philly,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 112x8)
 	$(GO) run ./operator/pkg/policies/pickyman/internal/restable $(addprefix $(POLICY_OUT)/,tiresias60 philly-week generated openb openb-4x8 philly) > $(POLICY_OUT)/tables.md
 	$(GO) run ./operator/pkg/policies/pickyman/internal/restable -openb $(OPENB)/v2023_openb_pod_list_default.csv $(POLICY_OUT)/openb-4x8 >> $(POLICY_OUT)/tables.md
 	$(MAKE) --no-print-directory bench-policy accuracy-policy
