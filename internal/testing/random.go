@@ -189,3 +189,22 @@ func queuedShape(r *rand.Rand, node int32, nodes int) (int32, int32) {
 		return 1, node + 1 // never fits
 	}
 }
+
+// FitsBrute reports, by counting whole workers per node, whether j fits in the free GPUs
+// (by node name) of the schedulable nodes of one GPU model. Property tests check the core's
+// placement and victim search against it.
+func FitsBrute(s *sched.Snapshot, free map[string]int32, j *sched.Job) bool {
+	workers := map[string]int32{}
+	for _, n := range s.Nodes {
+		if n.Unschedulable || (j.GPUModel != "" && n.GPUModel != j.GPUModel) || free[n.Name] <= 0 {
+			continue
+		}
+		workers[n.GPUModel] += free[n.Name] / j.GPUsPerWorker
+	}
+	for _, w := range workers {
+		if w >= j.Workers {
+			return true
+		}
+	}
+	return false
+}

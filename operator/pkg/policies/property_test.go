@@ -167,27 +167,11 @@ func checkMinimal(t *testing.T, seed uint64, s *sched.Snapshot, d sched.Decision
 					}
 				}
 			}
-			if fits(s, f, q) {
+			if ut.FitsBrute(s, f, q) {
 				t.Fatalf("seed %d: victim %s of %s is not needed", seed, vs[skip].ID, q.ID)
 			}
 		}
 	}
-}
-
-func fits(s *sched.Snapshot, free map[string]int32, j *sched.Job) bool {
-	workers := map[string]int32{}
-	for _, n := range s.Nodes {
-		if n.Unschedulable || (j.GPUModel != "" && n.GPUModel != j.GPUModel) || free[n.Name] <= 0 {
-			continue
-		}
-		workers[n.GPUModel] += free[n.Name] / j.GPUsPerWorker
-	}
-	for _, w := range workers {
-		if w >= j.Workers {
-			return true
-		}
-	}
-	return false
 }
 
 // BenchmarkSchedule measures one cycle of each baseline on 300 nodes x 8 GPUs with 2,000

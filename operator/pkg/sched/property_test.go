@@ -22,23 +22,6 @@ func freeBrute(s *sched.Snapshot) map[string]int32 {
 	return free
 }
 
-// feasibleBrute reports whether j fits in free on the schedulable nodes of one model.
-func feasibleBrute(s *sched.Snapshot, free map[string]int32, j *sched.Job) bool {
-	workers := map[string]int32{}
-	for _, n := range s.Nodes {
-		if n.Unschedulable || (j.GPUModel != "" && n.GPUModel != j.GPUModel) || free[n.Name] <= 0 {
-			continue
-		}
-		workers[n.GPUModel] += free[n.Name] / j.GPUsPerWorker
-	}
-	for _, w := range workers {
-		if w >= j.Workers {
-			return true
-		}
-	}
-	return false
-}
-
 func TestRandomSnapshotsAreConsistent(t *testing.T) {
 	for seed := uint64(0); seed < propertyIterations; seed++ {
 		r := rand.New(rand.NewPCG(seed, 1))
@@ -65,7 +48,7 @@ func TestPlaceGangProperties(t *testing.T) {
 				continue
 			}
 			pl, ok := view.PlaceGang(j)
-			if want := feasibleBrute(s, free, j); ok != want {
+			if want := ut.FitsBrute(s, free, j); ok != want {
 				t.Fatalf("seed %d job %s %dx%d: PlaceGang ok = %v, brute force says %v", seed, j.ID, j.Workers, j.GPUsPerWorker, ok, want)
 			}
 			if !ok {
@@ -121,7 +104,7 @@ func TestFindVictimsMinimal(t *testing.T) {
 						free[sl.Node] += sl.GPUs
 					}
 				}
-				if feasibleBrute(s, free, q) {
+				if ut.FitsBrute(s, free, q) {
 					t.Fatalf("seed %d: victim %s of %s is not needed", seed, victims[skip].ID, q.ID)
 				}
 			}
