@@ -139,13 +139,12 @@ func loadJobs(o simulateOptions, cluster traces.Cluster) ([]traces.Job, report.M
 	if err != nil {
 		return nil, report.Meta{}, err
 	}
-	format := r.Format()
-	r.Close()
-	jobs, err := traces.ReadAll(o.trace, opts)
+	defer r.Close()
+	jobs, err := traces.Collect(r)
 	if err != nil {
 		return nil, report.Meta{}, err
 	}
-	return jobs, report.Meta{Trace: o.trace, Format: string(format), SynthesizedFields: report.Synthesized(jobs)}, nil
+	return jobs, report.Meta{Trace: o.trace, Format: string(r.Format()), SynthesizedFields: report.Synthesized(jobs)}, nil
 }
 
 // selectJobs applies --window and --jobs.
