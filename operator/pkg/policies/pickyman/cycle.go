@@ -17,29 +17,89 @@ type cycle struct {
 	now  time.Time
 	s    *sched.Snapshot
 	plan *sched.Plan
+	buf  *buffers
 
-	nodeModel map[string]string
 	// cands holds the running jobs that may be victims at all (not protected by recency or
-	// budget), built on the first victim search; classes splits them by cost class.
+	// budget), built on the first victim search; classes splits them by cost class, each
+	// read in cost order.
 	cands   []*cand
-	classes [][]*cand
+	classes []lazySorted[*cand]
 	built   bool
 	// left counts the candidates not chosen yet.
 	left int
 	// chosen maps victim IDs to their candidate entry.
 	chosen map[string]*cand
-	// byEnd lists the running jobs not chosen as victims by predicted end, for the
-	// natural-wait estimate; stale after each preemption.
-	// run holds every running job with its predicted remaining time; byEnd is it sorted
-	// by that time, for the natural-wait estimate.
+	// run holds every running job with its predicted remaining time; byEnd reads it by
+	// that time (ties by ID), for the natural-wait estimate.
 	run   []ending
-	byEnd []ending
+	byEnd lazySorted[ending]
 	// victims holds the jobs chosen as victims in this cycle.
-	victims   map[*sched.Job]bool
-	nodeIndex map[string]int
+	victims map[*sched.Job]bool
 	// natural caches naturalWait by gang shape for the cycle.
 	natural map[shape]waitResult
 	scratch []*sched.Job
+}
+
+// buffers are the slices and indexes a cycle reuses from the previous one, so that a full
+// cycle allocates little beyond the core's plan and its decisions. They hold no state that
+// a decision depends on: each cycle overwrites what it reads.
+type buffers struct {
+	store   []cand
+	cands   []*cand
+	run     []ending
+	queue   []waiting
+	byGPUs  map[int32][]*cand
+	sizes   []int32
+	classes []lazySorted[*cand]
+	// free and touched are naturalWait's per-node free GPUs and the nodes it changed.
+	free    []int32
+	touched []int
+	caps    []int64
+	// nodes indexes the snapshot's nodes by name; rebuilt when the node list changes.
+	nodes nodeTable
+}
+
+// nodeTable maps node names to their index in Snapshot.Nodes and GPU models to a small
+// number, for the node list it was built from.
+type nodeTable struct {
+	names  []string
+	models []string
+	index  map[string]int
+	// model[i] is the number of node i's GPU model; modelNames lists the models.
+	model      []int
+	modelNames []string
+}
+
+// update rebuilds t if nodes differ from the list t was built from: O(nodes) string
+// comparisons when they do not.
+func (t *nodeTable) update(nodes []sched.Node) {
+	if len(nodes) == len(t.names) {
+		same := true
+		for i := range nodes {
+			if nodes[i].Name != t.names[i] || nodes[i].GPUModel != t.models[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return
+		}
+	}
+	t.names, t.models = t.names[:0], t.models[:0]
+	t.index = make(map[string]int, len(nodes))
+	t.model, t.modelNames = t.model[:0], t.modelNames[:0]
+	for i := range nodes {
+		n := &nodes[i]
+		t.names = append(t.names, n.Name)
+		t.models = append(t.models, n.GPUModel)
+		t.index[n.Name] = i
+		m := slices.Index(t.modelNames, n.GPUModel)
+		if m < 0 {
+			m = len(t.modelNames)
+			t.modelNames = append(t.modelNames, n.GPUModel)
+		}
+		t.model = append(t.model, m)
+	}
 }
 
 // ending is a running job and its predicted remaining time.
@@ -68,7 +128,7 @@ type cand struct {
 }
 
 func (p *Policy) newCycle(s *sched.Snapshot, plan *sched.Plan) *cycle {
-	return &cycle{p: p, opts: p.opts, now: s.Now, s: s, plan: plan, chosen: map[string]*cand{}, victims: map[*sched.Job]bool{}}
+	return &cycle{p: p, opts: p.opts, now: s.Now, s: s, plan: plan, buf: &p.buf, chosen: map[string]*cand{}, victims: map[*sched.Job]bool{}}
 }
 
 // remaining is the predicted remaining run time of j (T_q for a waiting job), including
@@ -107,20 +167,26 @@ func (c *cycle) predict(j *sched.Job) (rem, epoch time.Duration) {
 
 // build computes the candidates: every running job not protected by recency or budget,
 // with its suspend mode, delay and overhead, split into cost classes whose members are in
-// the same order for every waiting job (see divide).
+// the same order for every waiting job (see divide). Each class and the running jobs by
+// predicted end are read lazily (lazySorted): a cycle reads only their heads.
 func (c *cycle) build() {
 	c.built = true
-	c.nodeModel = make(map[string]string, len(c.s.Nodes))
-	c.nodeIndex = make(map[string]int, len(c.s.Nodes))
-	for i := range c.s.Nodes {
-		c.nodeModel[c.s.Nodes[i].Name] = c.s.Nodes[i].GPUModel
-		c.nodeIndex[c.s.Nodes[i].Name] = i
+	b := c.buf
+	b.nodes.update(c.s.Nodes)
+	if b.byGPUs == nil {
+		b.byGPUs = map[int32][]*cand{}
 	}
-	byGPUs := map[int32][]*cand{}
+	for g, cl := range b.byGPUs {
+		b.byGPUs[g] = cl[:0]
+	}
 	var finishing []*cand
-	c.run = make([]ending, 0, len(c.plan.Index.Running))
-	store := make([]cand, 0, len(c.plan.Index.Running)) // one allocation for all candidates
-	for _, j := range c.plan.Index.Running {
+	running := c.plan.Index.Running
+	c.run = slices.Grow(b.run[:0], len(running))
+	// One backing array for all candidates, reused across cycles; c.cands points into it,
+	// so it must not grow once filled: reserve room for every running job.
+	store := slices.Grow(b.store[:0], len(running))
+	c.cands = b.cands[:0]
+	for _, j := range running {
 		rem, epoch := c.predict(j)
 		c.run = append(c.run, ending{j, rem})
 		if c.plan.Preempted(j.ID) || c.now.Sub(j.LastStart) < c.opts.Protect || j.Preemptions >= c.opts.Budget {
@@ -129,7 +195,9 @@ func (c *cycle) build() {
 		store = append(store, cand{j: j, gpus: j.GPUs(), rem: rem})
 		v := &store[len(store)-1]
 		if len(j.Placement) > 0 {
-			v.model = c.nodeModel[j.Placement[0].Node]
+			if i, ok := b.nodes.index[j.Placement[0].Node]; ok {
+				v.model = b.nodes.models[i]
+			}
 		}
 		v.est = c.p.ovh.Estimate(j, epoch, c.now)
 		switch c.opts.Variant {
@@ -161,9 +229,11 @@ func (c *cycle) build() {
 		if v.finishing {
 			finishing = append(finishing, v)
 		} else {
-			byGPUs[v.gpus] = append(byGPUs[v.gpus], v)
+			b.byGPUs[v.gpus] = append(b.byGPUs[v.gpus], v)
 		}
 	}
+	b.store, b.cands, b.run = store, c.cands, c.run
+	c.byEnd.reset(c.run, byEnd)
 	byWaste := func(a, b *cand) int {
 		if x := cmp.Compare(a.waste, b.waste); x != 0 {
 			return x
@@ -173,34 +243,47 @@ func (c *cycle) build() {
 		}
 		return cmp.Compare(a.j.ID, b.j.ID)
 	}
+	c.classes = b.classes[:0]
 	if len(finishing) > 0 {
-		slices.SortFunc(finishing, func(a, b *cand) int {
+		var l lazySorted[*cand]
+		l.reset(finishing, func(a, b *cand) int {
 			if x := cmp.Compare(a.delay, b.delay); x != 0 {
 				return x
 			}
 			return cmp.Compare(a.j.ID, b.j.ID)
 		})
-		c.classes = append(c.classes, finishing)
+		c.classes = append(c.classes, l)
 	}
-	sizes := make([]int32, 0, len(byGPUs))
-	for g := range byGPUs {
-		sizes = append(sizes, g)
+	b.sizes = b.sizes[:0]
+	for g, cl := range b.byGPUs {
+		if len(cl) > 0 {
+			b.sizes = append(b.sizes, g)
+		}
 	}
-	slices.Sort(sizes)
-	for _, g := range sizes {
-		cl := byGPUs[g]
-		slices.SortFunc(cl, byWaste)
-		c.classes = append(c.classes, cl)
+	slices.Sort(b.sizes)
+	for _, g := range b.sizes {
+		var l lazySorted[*cand]
+		l.reset(b.byGPUs[g], byWaste)
+		c.classes = append(c.classes, l)
 	}
+	b.classes = c.classes
+}
+
+// byEnd orders running jobs by predicted remaining time, then ID.
+func byEnd(a, b ending) int {
+	if x := cmp.Compare(a.end, b.end); x != 0 {
+		return x
+	}
+	return cmp.Compare(a.j.ID, b.j.ID)
 }
 
 // naturalWait estimates how long q would wait without preemption: until the running jobs
 // not chosen as victims, ending in predicted order, free enough GPUs for a placement. It
 // ignores the other waiting jobs (which would take some of those GPUs first), so it
 // underestimates the wait and the saving, and errs towards not preempting. ok is false
-// if the running jobs never free enough GPUs. The running jobs are sorted by predicted
-// end once per cycle; the scan tracks worker capacity per GPU model incrementally, so it
-// costs O(nodes + jobs scanned). The result is cached per gang shape for the whole cycle:
+// if the running jobs never free enough GPUs. The running jobs are read by predicted end
+// from a heap built once per cycle (lazySorted); the scan tracks worker capacity per GPU
+// model incrementally, so it costs O(nodes + k log jobs) for the k jobs scanned. The result is cached per gang shape for the whole cycle:
 // after a preemption the GPUs of its victims are promised to an earlier waiting job, so the
 // cached wait of a later one is an underestimate, which again errs towards not preempting.
 func (c *cycle) naturalWait(q *sched.Job) (time.Duration, bool) {
@@ -228,39 +311,46 @@ type waitResult struct {
 }
 
 func (c *cycle) computeNaturalWait(q *sched.Job) (time.Duration, bool) {
-	if c.byEnd == nil {
-		c.byEnd = slices.Clone(c.run)
-		slices.SortFunc(c.byEnd, func(a, b ending) int {
-			if x := cmp.Compare(a.end, b.end); x != 0 {
-				return x
-			}
-			return cmp.Compare(a.j.ID, b.j.ID)
-		})
-	}
 	per := q.GPUsPerWorker
 	if per <= 0 {
 		return 0, false
 	}
-	// Worker capacity per GPU model of the free GPUs, then of the GPUs freed as jobs end.
-	caps := map[string]int64{}
+	b := c.buf
+	nt := &b.nodes
+	nodes := c.s.Nodes
+	// Worker capacity per GPU model (caps, by model number) of the free GPUs, then of the
+	// GPUs freed as jobs end; free holds each node's free GPUs as jobs end, -1 when
+	// untouched (read from the view).
+	b.caps = append(b.caps[:0], make([]int64, len(nt.modelNames))...)
+	if len(b.free) != len(nodes) {
+		b.free = make([]int32, len(nodes))
+		for i := range b.free {
+			b.free[i] = -1
+		}
+	}
+	defer func() {
+		for _, i := range b.touched {
+			b.free[i] = -1
+		}
+		b.touched = b.touched[:0]
+	}()
 	eligible := func(i int) bool {
-		n := &c.s.Nodes[i]
+		n := &nodes[i]
 		return !n.Unschedulable && (q.GPUModel == "" || n.GPUModel == q.GPUModel)
 	}
-	free := make(map[int]int32)
 	cur := func(i int) int32 {
-		if f, ok := free[i]; ok {
+		if f := b.free[i]; f >= 0 {
 			return f
 		}
-		return max(0, c.plan.View.Free(c.s.Nodes[i].Name))
+		return max(0, c.plan.View.Free(nodes[i].Name))
 	}
-	for i := range c.s.Nodes {
+	for i := range nodes {
 		if eligible(i) {
-			caps[c.s.Nodes[i].GPUModel] += int64(cur(i) / per)
+			b.caps[nt.model[i]] += int64(cur(i) / per)
 		}
 	}
 	fits := func() bool {
-		for _, w := range caps {
+		for _, w := range b.caps {
 			if w >= int64(q.Workers) {
 				return true
 			}
@@ -270,23 +360,29 @@ func (c *cycle) computeNaturalWait(q *sched.Job) (time.Duration, bool) {
 	if fits() {
 		return 0, true
 	}
-	for _, e := range c.byEnd {
+	for k := 0; ; k++ {
+		e, ok := c.byEnd.at(k)
+		if !ok {
+			return 0, false
+		}
 		if c.victims[e.j] {
 			continue
 		}
 		for _, sl := range e.j.Placement {
-			i, ok := c.nodeIndex[sl.Node]
+			i, ok := nt.index[sl.Node]
 			if !ok || !eligible(i) {
 				continue
 			}
 			old := cur(i)
-			nw := min(old+sl.GPUs, c.s.Nodes[i].GPUs)
-			free[i] = nw
-			caps[c.s.Nodes[i].GPUModel] += int64(nw/per) - int64(old/per)
+			nw := min(old+sl.GPUs, nodes[i].GPUs)
+			if b.free[i] < 0 {
+				b.touched = append(b.touched, i)
+			}
+			b.free[i] = nw
+			b.caps[nt.model[i]] += int64(nw/per) - int64(old/per)
 		}
 		if fits() {
 			return e.end, true
 		}
 	}
-	return 0, false
 }

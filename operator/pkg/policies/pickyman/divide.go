@@ -22,9 +22,9 @@ import (
 //     victims' costs.
 //
 // Within a class of candidates with the same GPU count the cost order is the same for
-// every q (T_q is common to all), so the classes are sorted once per cycle and each q
-// merges them lazily: a search costs O(victims scanned x classes), not a sort of all
-// running jobs.
+// every q (T_q is common to all), so each class is ordered once per cycle (lazily: only
+// as far as the searches read it) and each q merges the classes: a search costs
+// O(victims scanned x classes), not a sort of all running jobs.
 func (c *cycle) divide(q waiting) {
 	if !c.built {
 		c.build()
@@ -47,23 +47,26 @@ func (c *cycle) divide(q waiting) {
 	next := func() *cand {
 		best := -1
 		var bestKey float64
-		for ci, cl := range c.classes {
-			for heads[ci] < len(cl) && !eligible(cl[heads[ci]]) {
+		var bestV *cand
+		for ci := range c.classes {
+			cl := &c.classes[ci]
+			v, ok := cl.at(heads[ci])
+			for ok && !eligible(v) {
 				heads[ci]++
+				v, ok = cl.at(heads[ci])
 			}
-			if heads[ci] == len(cl) {
+			if !ok {
 				continue
 			}
-			if k := key(cl[heads[ci]]); best < 0 || k < bestKey {
-				best, bestKey = ci, k
+			if k := key(v); best < 0 || k < bestKey {
+				best, bestKey, bestV = ci, k, v
 			}
 		}
 		if best < 0 {
 			return nil
 		}
-		v := c.classes[best][heads[best]]
 		heads[best]++
-		return v
+		return bestV
 	}
 	// Take an ordered prefix, grow it until the victim search succeeds or nothing is left.
 	order := c.scratch[:0]

@@ -20,6 +20,8 @@ type Policy struct {
 	// suspends, resumes, finishes); last is the time of the last full cycle.
 	changed bool
 	last    time.Time
+	// buf holds a cycle's scratch slices between cycles (see buffers).
+	buf buffers
 }
 
 var (
@@ -109,6 +111,9 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 		if c.built && c.left == 0 && plan.View.FreeGPUs("") == 0 {
 			break
 		}
+		if considered >= p.opts.MaxConsidered && !c.mayStart(w.j) {
+			continue // no victim search left and it cannot start: Admit would not start it
+		}
 		if plan.Pending(w.j) {
 			continue
 		}
@@ -135,7 +140,7 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 // order sorts the waiting jobs: higher priority first; within a priority, ascending key =
 // predicted remaining time - Aging x time waited; then arrival.
 func (c *cycle) order(queued []*sched.Job) []waiting {
-	out := make([]waiting, 0, len(queued))
+	out := c.buf.queue[:0]
 	for _, j := range queued {
 		rem := c.remaining(j)
 		waited := c.now.Sub(j.Submit) - ranFor(j)
@@ -156,7 +161,19 @@ func (c *cycle) order(queued []*sched.Job) []waiting {
 		}
 		return sched.CompareArrival(a.j, b.j)
 	})
+	c.buf.queue = out
 	return out
+}
+
+// mayStart reports false only if queued job j cannot start in this cycle's view: fewer
+// GPUs of its model are free than it needs, even counting the GPUs held for its own
+// reservation (which Admit gives back to it). A cheap test before Admit.
+func (c *cycle) mayStart(j *sched.Job) bool {
+	free := c.plan.View.FreeGPUs(j.GPUModel)
+	if h := c.plan.View.Hold(j.ID); len(h) > 0 {
+		free += int64(sched.PlacementGPUs(h))
+	}
+	return free >= int64(j.GPUs())
 }
 
 // ranFor is the time a job has held GPUs (attained GPU service over its GPUs).
