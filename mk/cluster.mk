@@ -98,7 +98,7 @@ test-envtest: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the testbed's integration
 E2E_FLAGS ?= -ginkgo.v
 
 .PHONY: test-cluster
-test-cluster: tools ## Run the e2e suites on a local testbed cluster that the suite brings up and down.
+test-cluster: tools build ## Run the e2e suites on a local testbed cluster that the suite brings up and down.
 	env -u KUBECONFIG $(GO) test -count=1 -timeout 20m -tags e2e ./e2e/... -args $(E2E_FLAGS)
 
 .PHONY: e2e

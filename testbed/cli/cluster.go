@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/testbed/cluster"
 )
 
@@ -96,12 +98,17 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 		pf           poolFlags
 		noTrainingOp bool
 		timeout      = cluster.DefaultOptions("").Timeout
+		pickyman     bool
+		operatorConf string
+		timeScale    float64
+		seed         int64
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Bring the cluster up, or repair it (idempotent); prints the kubeconfig path",
 		Example: `  pickyman cluster up --nodes 4 --gpus-per-node 8 --gpu-model A100
-  pickyman cluster up --pool 4x8:A100 --pool 2x4:V100 --node-labels zone=a`,
+  pickyman cluster up --pool 4x8:A100 --pool 2x4:V100 --node-labels zone=a
+  pickyman cluster up --pickyman --operator-config config/manager/operator-config.yaml --time-scale 60`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := f.options(cmd)
 			o.Timeout = timeout
@@ -111,6 +118,15 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 				return err
 			}
 			o.Pools = pools
+			if pickyman {
+				conf := &configv1.Configuration{}
+				if operatorConf != "" {
+					if conf, err = configv1.Load(operatorConf, policies.Names()); err != nil {
+						return err
+					}
+				}
+				o.PickyMan = &cluster.PickyMan{Config: conf, TimeScale: timeScale, Seed: seed}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			info, err := cluster.Up(ctx, o)
@@ -126,6 +142,10 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	pf.register(cmd)
 	cmd.Flags().BoolVar(&noTrainingOp, "no-training-operator", false, "do not install or start the training-operator")
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long each step may wait")
+	cmd.Flags().BoolVar(&pickyman, "pickyman", false, "also run PickyMan's operator and agent (testbed mode) as local processes under their ServiceAccounts (needs `make build`)")
+	cmd.Flags().StringVar(&operatorConf, "operator-config", "", "with --pickyman: the operator's configuration file (defaults if empty; the testbed sets its addresses)")
+	cmd.Flags().Float64Var(&timeScale, "time-scale", 1, "with --pickyman: the agent's trace seconds per real second")
+	cmd.Flags().Int64Var(&seed, "seed", 1, "with --pickyman: seed of the agent's per-job noise")
 	return cmd
 }
 

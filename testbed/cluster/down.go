@@ -22,13 +22,26 @@ func Down(ctx context.Context, o Options) error {
 	if pid := readPid(o.operatorPid()); pid > 0 {
 		pids["training-operator"] = pid
 	}
+	for _, c := range []string{ComponentOperator, ComponentAgent} {
+		if pid := readPid(o.componentFile(c, "pid")); pid > 0 {
+			pids[c] = pid
+		}
+	}
 	ports := map[int]string{}
 	for name, pid := range pids {
 		for _, p := range listeningPorts(pid) {
 			ports[p] = name
 		}
 	}
-	// 2. The training-operator first, so it does not log errors about a vanished API server.
+	// 2. The operators and the agent first, so they do not log errors about a vanished API
+	// server.
+	for _, c := range []string{ComponentOperator, ComponentAgent} {
+		if pid := pids[c]; pid > 0 {
+			if err := stopPid(pid, 10*time.Second); err != nil {
+				return fmt.Errorf("stop %s: %w", c, err)
+			}
+		}
+	}
 	if pid := pids["training-operator"]; pid > 0 {
 		if err := stopPid(pid, 10*time.Second); err != nil {
 			return fmt.Errorf("stop training-operator: %w", err)

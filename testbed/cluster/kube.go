@@ -171,6 +171,14 @@ func (c *Clients) ApplyCRDs(ctx context.Context, dir string, timeout time.Durati
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no CRDs in %s (run `make tools`)", dir)
 	}
+	if err := c.waitEstablished(ctx, names, timeout); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// waitEstablished waits until every named CRD is Established.
+func (c *Clients) waitEstablished(ctx context.Context, names []string, timeout time.Duration) error {
 	for _, n := range names {
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 			u, err := c.Dynamic.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{})
@@ -187,8 +195,8 @@ func (c *Clients) ApplyCRDs(ctx context.Context, dir string, timeout time.Durati
 			return false, nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("CRD %s not Established: %w", n, err)
+			return fmt.Errorf("CRD %s not Established: %w", n, err)
 		}
 	}
-	return names, nil
+	return nil
 }

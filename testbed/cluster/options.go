@@ -25,6 +25,10 @@ type Options struct {
 	StagesDir string
 	// CRDDir holds the training-operator's CRDs (copied from its module by `make tools`).
 	CRDDir string
+	// ConfigDir is the repository's config/ (kustomize sources of PickyMan's manifests).
+	ConfigDir string
+	// PickyMan, when set, deploys PickyMan's operator and agent (testbed mode) on the cluster.
+	PickyMan *PickyMan
 	// Pools are the fake GPU nodes to create.
 	Pools []Pool
 	// TrainingOperator starts the training-operator (default true from DefaultOptions).
@@ -46,6 +50,7 @@ func DefaultOptions(dir string) Options {
 		o.Home = filepath.Join(root, ".cache", "pickyman")
 		o.BinDir = filepath.Join(root, "bin")
 		o.StagesDir = filepath.Join(root, "config", "kwok")
+		o.ConfigDir = filepath.Join(root, "config")
 	} else if home, herr := os.UserHomeDir(); herr == nil {
 		o.Home = filepath.Join(home, ".pickyman")
 		o.BinDir = filepath.Join(o.Home, "bin")

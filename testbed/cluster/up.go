@@ -112,6 +112,12 @@ func Up(ctx context.Context, o Options) (*Info, error) {
 			return nil, err
 		}
 	}
+	// 6. PickyMan's operator and agent, as local processes under their ServiceAccounts.
+	if o.PickyMan != nil {
+		if err := phase("pickyman", func() error { return o.DeployPickyMan(ctx, c) }); err != nil {
+			return nil, err
+		}
+	}
 	return info, nil
 }
 

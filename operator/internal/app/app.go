@@ -27,6 +27,10 @@ type Flags struct {
 	WebhookNamespace string
 	MutatingConfig   string
 	ValidatingConfig string
+	// WebhookHost is the address the webhook server binds (all when empty); with
+	// SelfSignedCerts it is added to the certificate, so the API server can call the webhooks
+	// by URL (the local testbed, where a Service has no reachable endpoints).
+	WebhookHost string
 }
 
 // Bind registers the flags.
@@ -37,6 +41,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.WebhookService, "webhook-service", "pickyman-webhook-service", "Service name the generated certificate is valid for")
 	fs.StringVar(&f.WebhookNamespace, "webhook-namespace", "pickyman-system", "namespace of the webhook Service")
 	fs.StringVar(&f.MutatingConfig, "mutating-webhook-configuration", "pickyman-mutating-webhook-configuration", "name of the MutatingWebhookConfiguration to inject the CA into")
+	fs.StringVar(&f.WebhookHost, "webhook-host", "", "address the webhook server binds; with --self-signed-certs also a name in the certificate")
 	fs.StringVar(&f.ValidatingConfig, "validating-webhook-configuration", "pickyman-validating-webhook-configuration", "name of the ValidatingWebhookConfiguration to inject the CA into")
 }
 
@@ -68,7 +73,11 @@ func Run(ctx context.Context, f Flags) error {
 		if conf.Manager.WebhookCertDir == "" {
 			conf.Manager.WebhookCertDir = "/tmp/pickyman-webhook-certs"
 		}
-		files, err = cert.Generate(cert.ServiceHosts(f.WebhookService, f.WebhookNamespace), time.Now(), 365*24*time.Hour)
+		hosts := cert.ServiceHosts(f.WebhookService, f.WebhookNamespace)
+		if f.WebhookHost != "" {
+			hosts = append(hosts, f.WebhookHost)
+		}
+		files, err = cert.Generate(hosts, time.Now(), 365*24*time.Hour)
 		if err != nil {
 			return err
 		}
@@ -80,7 +89,7 @@ func Run(ctx context.Context, f Flags) error {
 	if err != nil {
 		return err
 	}
-	mgr, _, err := setup.New(restCfg, conf, setup.Options{Metrics: m, Webhooks: f.Webhooks})
+	mgr, _, err := setup.New(restCfg, conf, setup.Options{Metrics: m, Webhooks: f.Webhooks, WebhookHost: f.WebhookHost})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,328 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+)
+
+// PickyMan's components on the testbed: the operator and the agent in testbed mode run as
+// local processes, each authenticated as its own ServiceAccount with the RBAC that the
+// manifests install (a token, not the admin kubeconfig), so a missing or excessive permission
+// shows up in the tests.
+const (
+	// PickyManNamespace is where config/default and config/agent put the ServiceAccounts.
+	PickyManNamespace = "pickyman-system"
+	// OperatorServiceAccount and AgentServiceAccount are their names after the name prefix.
+	OperatorServiceAccount = "pickyman-operator"
+	AgentServiceAccount    = "pickyman-agent"
+
+	mutatingWebhookConfig   = "pickyman-mutating-webhook-configuration"
+	validatingWebhookConfig = "pickyman-validating-webhook-configuration"
+	tokenLifetime           = 7 * 24 * time.Hour
+)
+
+// PickyMan says how the testbed runs the operator and the agent.
+type PickyMan struct {
+	// Config is the operator's configuration; the testbed fills in the manager's addresses,
+	// the leader-election namespace and the webhook certificate directory.
+	Config *configv1.Configuration
+	// TimeScale is the agent's trace seconds per real second.
+	TimeScale float64
+	// Seed of the agent's per-job noise.
+	Seed int64
+	// NodeSelector selects the nodes the testbed agent serves (default type=kwok).
+	NodeSelector string
+}
+
+// Component names, as in logs, pid files and errors.
+const (
+	ComponentOperator = "pickyman-operator"
+	ComponentAgent    = "pickyman-agent"
+)
+
+func (o Options) componentFile(component, ext string) string {
+	return filepath.Join(o.Workdir(), component+"."+ext)
+}
+
+// ComponentLog is the log file of a PickyMan component.
+func (o Options) ComponentLog(component string) string { return o.componentFile(component, "log") }
+
+// ComponentPid is the pid of a running PickyMan component, or 0.
+func (o Options) ComponentPid(component string) int {
+	if pid := readPid(o.componentFile(component, "pid")); alive(pid) {
+		return pid
+	}
+	return 0
+}
+
+// AgentMetricsURL is the testbed agent's Prometheus endpoint.
+func (o Options) AgentMetricsURL() string {
+	return "http://" + strings.TrimSpace(readFile(o.componentFile(ComponentAgent, "addr"))) + "/metrics"
+}
+
+// OperatorMetricsURL is the operator's Prometheus endpoint.
+func (o Options) OperatorMetricsURL() string {
+	return "http://" + strings.TrimSpace(readFile(o.componentFile(ComponentOperator, "metrics"))) + "/metrics"
+}
+
+func readFile(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data)
+}
+
+// DeployPickyMan applies PickyMan's manifests, issues the ServiceAccount tokens and starts
+// the operator and the agent unless they run. It is idempotent.
+func (o Options) DeployPickyMan(ctx context.Context, c *Clients) error {
+	if o.PickyMan == nil {
+		return errors.New("no PickyMan options")
+	}
+	for _, b := range []string{ComponentOperator, ComponentAgent} {
+		if _, err := os.Stat(o.Binary(b)); err != nil {
+			return fmt.Errorf("missing binary %s (run `make build`)", o.Binary(b))
+		}
+	}
+	// The webhook port is fixed for the cluster's life: the webhook configurations name it.
+	portFile := o.componentFile(ComponentOperator, "webhook")
+	port, _ := strconv.Atoi(strings.TrimSpace(readFile(portFile)))
+	if port == 0 {
+		p, err := freePort()
+		if err != nil {
+			return err
+		}
+		port = p
+		if err := os.WriteFile(portFile, []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	objs, err := testbedManifests(o.ConfigDir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	if err := c.Apply(ctx, objs, o.Timeout); err != nil {
+		return fmt.Errorf("apply PickyMan manifests: %w", err)
+	}
+	for component, sa := range map[string]string{ComponentOperator: OperatorServiceAccount, ComponentAgent: AgentServiceAccount} {
+		if err := c.writeServiceAccountKubeconfig(ctx, sa, o.componentFile(component, "kubeconfig")); err != nil {
+			return fmt.Errorf("component %s: %w", component, err)
+		}
+	}
+	if err := o.StartOperator(ctx, c); err != nil {
+		return err
+	}
+	return o.StartAgent(ctx)
+}
+
+// writeServiceAccountKubeconfig requests a token for the ServiceAccount and writes a
+// kubeconfig that uses it against this cluster.
+func (c *Clients) writeServiceAccountKubeconfig(ctx context.Context, sa, path string) error {
+	tr, err := c.Kube.CoreV1().ServiceAccounts(PickyManNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(tokenLifetime / time.Second))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("token for %s/%s: %w", PickyManNamespace, sa, err)
+	}
+	ca := c.Config.CAData
+	if len(ca) == 0 && c.Config.CAFile != "" {
+		if ca, err = os.ReadFile(c.Config.CAFile); err != nil {
+			return err
+		}
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["testbed"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: ca}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts[sa] = &clientcmdapi.Context{Cluster: "testbed", AuthInfo: sa, Namespace: PickyManNamespace}
+	kc.CurrentContext = sa
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// operatorConfig is the operator's configuration with the testbed's addresses filled in.
+func (o Options) operatorConfig(metrics, health, webhook int) ([]byte, error) {
+	conf := o.PickyMan.Config
+	if conf == nil {
+		conf = &configv1.Configuration{}
+	}
+	conf = conf.DeepCopy()
+	conf.APIVersion, conf.Kind = "config.pickyman.dev/v1alpha1", "Configuration"
+	conf.Manager.MetricsBindAddress = "127.0.0.1:" + strconv.Itoa(metrics)
+	conf.Manager.HealthProbeBindAddress = "127.0.0.1:" + strconv.Itoa(health)
+	conf.Manager.WebhookPort = webhook
+	conf.Manager.WebhookCertDir = filepath.Join(o.Workdir(), ComponentOperator+"-certs")
+	conf.Manager.LeaderElection = true
+	conf.Manager.LeaderElectionNamespace = PickyManNamespace
+	return yaml.Marshal(conf)
+}
+
+// StartOperator starts the operator unless it runs, and waits until it is ready and its
+// webhooks carry its CA.
+func (o Options) StartOperator(ctx context.Context, c *Clients) error {
+	if o.ComponentPid(ComponentOperator) > 0 {
+		return nil
+	}
+	webhook, _ := strconv.Atoi(strings.TrimSpace(readFile(o.componentFile(ComponentOperator, "webhook"))))
+	metrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	health, err := freePort()
+	if err != nil {
+		return err
+	}
+	conf, err := o.operatorConfig(metrics, health, webhook)
+	if err != nil {
+		return err
+	}
+	confPath := o.componentFile(ComponentOperator, "yaml")
+	if err := os.WriteFile(confPath, conf, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.componentFile(ComponentOperator, "metrics"), []byte(fmt.Sprintf("127.0.0.1:%d\n", metrics)), 0o644); err != nil {
+		return err
+	}
+	args := []string{"--config", confPath, "--self-signed-certs", "--webhook-host", "127.0.0.1",
+		"--webhook-namespace", PickyManNamespace}
+	env := []string{"KUBECONFIG=" + o.componentFile(ComponentOperator, "kubeconfig")}
+	pid, err := startDetached(o.Binary(ComponentOperator), args, env, o.ComponentLog(ComponentOperator), o.componentFile(ComponentOperator, "pid"))
+	if err != nil {
+		return fmt.Errorf("component %s failed to start: %w (log: %s)", ComponentOperator, err, o.ComponentLog(ComponentOperator))
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		if !alive(pid) {
+			return false, errNotRunning
+		}
+		if !httpOK(url) {
+			return false, nil
+		}
+		return c.webhookServesInjectedCA(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(webhook)))
+	})
+	if err != nil {
+		return fmt.Errorf("component %s not ready (%v); log: %s\n%s", ComponentOperator, err,
+			o.ComponentLog(ComponentOperator), tail(readFile(o.ComponentLog(ComponentOperator)), 15))
+	}
+	return nil
+}
+
+// webhookServesInjectedCA says whether both webhook configurations carry a CA and the
+// webhook server at addr presents a certificate that this CA verifies: the CA is new on every
+// start of the operator, so a CA left by an earlier process does not pass.
+func (c *Clients) webhookServesInjectedCA(ctx context.Context, addr string) (bool, error) {
+	m, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, mutatingWebhookConfig, metav1.GetOptions{})
+	if err != nil {
+		return false, nil
+	}
+	v, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, validatingWebhookConfig, metav1.GetOptions{})
+	if err != nil {
+		return false, nil
+	}
+	var bundles [][]byte
+	for _, h := range m.Webhooks {
+		bundles = append(bundles, h.ClientConfig.CABundle)
+	}
+	for _, h := range v.Webhooks {
+		bundles = append(bundles, h.ClientConfig.CABundle)
+	}
+	if len(bundles) == 0 {
+		return false, nil
+	}
+	for _, b := range bundles {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return false, nil
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		d := tls.Dialer{Config: &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12}}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, nil
+		}
+		_ = conn.Close()
+	}
+	return true, nil
+}
+
+// StartAgent starts the testbed agent unless it runs, and waits until it serves metrics.
+func (o Options) StartAgent(ctx context.Context) error {
+	if o.ComponentPid(ComponentAgent) > 0 {
+		return nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	sel := o.PickyMan.NodeSelector
+	if sel == "" {
+		sel = "type=kwok"
+	}
+	scale := o.PickyMan.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	args := []string{"--testbed", "--testbed-node-selector", sel,
+		"--time-scale", strconv.FormatFloat(scale, 'g', -1, 64),
+		"--seed", strconv.FormatInt(o.PickyMan.Seed, 10), "--metrics-addr", addr}
+	env := []string{"KUBECONFIG=" + o.componentFile(ComponentAgent, "kubeconfig")}
+	if err := os.WriteFile(o.componentFile(ComponentAgent, "addr"), []byte(addr+"\n"), 0o644); err != nil {
+		return err
+	}
+	pid, err := startDetached(o.Binary(ComponentAgent), args, env, o.ComponentLog(ComponentAgent), o.componentFile(ComponentAgent, "pid"))
+	if err != nil {
+		return fmt.Errorf("component %s failed to start: %w (log: %s)", ComponentAgent, err, o.ComponentLog(ComponentAgent))
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, o.Timeout, true, func(context.Context) (bool, error) {
+		if !alive(pid) {
+			return false, errNotRunning
+		}
+		return httpOK("http://" + addr + "/healthz"), nil
+	})
+	if err != nil {
+		return fmt.Errorf("component %s not ready (%v); log: %s\n%s", ComponentAgent, err,
+			o.ComponentLog(ComponentAgent), tail(readFile(o.ComponentLog(ComponentAgent)), 15))
+	}
+	return nil
+}
+
+// StopComponent stops a PickyMan component: SIGKILL when kill is set (a crash), otherwise
+// SIGTERM with a grace period (a shutdown).
+func (o Options) StopComponent(component string, kill bool) error {
+	pid := o.ComponentPid(component)
+	if pid == 0 {
+		return nil
+	}
+	if kill {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return stopPid(pid, 5*time.Second)
+	}
+	return stopPid(pid, 30*time.Second)
+}
+
+func httpOK(url string) bool {
+	client := http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(url) //nolint:noctx // a loopback probe inside a poll with its own deadline
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
