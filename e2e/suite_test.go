@@ -7,16 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/cluster"
 )
 
@@ -25,14 +29,51 @@ var (
 	keep       = flag.Bool("keep-cluster", false, "leave the cluster the suite brought up running")
 )
 
+// timeScale is the testbed agent's trace seconds per real second.
+const timeScale = 60
+
+// operatorConfig is the operator's configuration on the suite's cluster: the pickyman policy,
+// a low and a high queue, and times in real seconds (the agent divides trace time by
+// timeScale, so the operator sees real-time epochs and checkpoints).
+func operatorConfig() *configv1.Configuration {
+	c := &configv1.Configuration{
+		Queues: []configv1.Queue{{Name: "default"}, {Name: "low"}, {Name: "high", Priority: 100}},
+		Policy: configv1.Policy{Name: "pickyman"},
+		Overhead: configv1.Overhead{
+			// The testbed's physics (testbed/sim.DefaultPhysics), scaled to real time.
+			WriteBytesPerSecond: 500e6 * timeScale,
+			ReadBytesPerSecond:  1e9 * timeScale,
+			ContainerStart:      metav1.Duration{Duration: 20 * time.Second / timeScale},
+			Warmup:              metav1.Duration{Duration: 30 * time.Second / timeScale},
+			GracePeriod:         metav1.Duration{Duration: 5 * time.Second},
+		},
+		Protection:         configv1.Protection{MinRunAfterResume: metav1.Duration{Duration: 5 * time.Second}},
+		Checkpoint:         configv1.Checkpoint{BoundaryDeadline: metav1.Duration{Duration: time.Minute}, NowDeadline: metav1.Duration{Duration: 20 * time.Second}},
+		ScheduleInterval:   metav1.Duration{Duration: 2 * time.Second},
+		ReservationTimeout: metav1.Duration{Duration: 2 * time.Minute},
+	}
+	c.Default()
+	return c
+}
+
+// requirePickyMan skips a spec that needs PickyMan's operator and the testbed agent on a
+// cluster the suite did not bring up (they run as local processes of the suite's cluster).
+func requirePickyMan() {
+	if suite.opts.PickyMan == nil {
+		ginkgo.Skip("needs the local testbed cluster with PickyMan's operator and testbed agent (run make test-cluster)")
+	}
+}
+
 // suite is what every spec shares.
 var suite struct {
 	opts    cluster.Options // the local cluster, when the suite owns it
 	owned   bool
 	clients *cluster.Clients
 	client  client.Client
-	runID   string
-	upTook  time.Duration
+	// watchClient is client with watches (util.WatchGPUs).
+	watchClient client.WithWatch
+	runID       string
+	upTook      time.Duration
 }
 
 func TestE2E(t *testing.T) {
@@ -53,6 +94,9 @@ var _ = ginkgo.BeforeSuite(func(ctx context.Context) {
 		suite.opts.Log = ginkgo.GinkgoWriter
 		// A pool of its own; the specs create and use their own nodes besides it.
 		suite.opts.Pools = []cluster.Pool{{Nodes: 2, GPUsPerNode: 8, Model: "V100"}}
+		// PickyMan's operator and the testbed agent, as local processes under their
+		// ServiceAccounts. Trace time runs 60 times faster than real time.
+		suite.opts.PickyMan = &cluster.PickyMan{Config: operatorConfig(), TimeScale: timeScale, Seed: 1}
 		suite.owned = true
 		info, err := cluster.Up(ctx, suite.opts)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
@@ -66,17 +110,41 @@ var _ = ginkgo.BeforeSuite(func(ctx context.Context) {
 	scheme := runtime.NewScheme()
 	gomega.Expect(clientgoscheme.AddToScheme(scheme)).To(gomega.Succeed())
 	gomega.Expect(kftraining.AddToScheme(scheme)).To(gomega.Succeed())
-	suite.client, err = client.New(suite.clients.Config, client.Options{Scheme: scheme})
+	gomega.Expect(pickymanv1.AddToScheme(scheme)).To(gomega.Succeed())
+	suite.watchClient, err = client.NewWithWatch(suite.clients.Config, client.Options{Scheme: scheme})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	suite.client = suite.watchClient
 }, ginkgo.NodeTimeout(5*time.Minute))
 
 var _ = ginkgo.AfterSuite(func(ctx context.Context) {
 	if !suite.owned || *keep {
 		return
 	}
+	saveLogs()
 	ginkgo.By("taking the local testbed cluster down and checking nothing is left")
 	gomega.Expect(cluster.Down(ctx, suite.opts)).To(gomega.Succeed())
 	st, err := cluster.GetStatus(ctx, suite.opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	gomega.Expect(st.Exists).To(gomega.BeFalse(), "cluster files left in %s", suite.opts.Workdir())
 }, ginkgo.NodeTimeout(2*time.Minute))
+
+// saveLogs copies the cluster's component logs to out/e2e-logs/ of the repository, which the
+// cluster's removal would otherwise take with it.
+func saveLogs() {
+	root, err := cluster.RepoRoot("")
+	if err != nil {
+		return
+	}
+	dst := filepath.Join(root, "out", "e2e-logs")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return
+	}
+	srcs, _ := filepath.Glob(filepath.Join(suite.opts.Workdir(), "*.log"))
+	more, _ := filepath.Glob(filepath.Join(suite.opts.Workdir(), "logs", "*.log"))
+	for _, f := range append(srcs, more...) {
+		if data, err := os.ReadFile(f); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, filepath.Base(f)), data, 0o644)
+		}
+	}
+	fmt.Fprintf(ginkgo.GinkgoWriter, "component logs in %s\n", dst)
+}

@@ -127,7 +127,16 @@ func CompleteJobPods(ctx context.Context, c client.Client, ns, job string) error
 
 // ExpectJobCondition waits until the PyTorchJob has condition cond with status True.
 func ExpectJobCondition(ctx context.Context, c client.Client, ns, job string, cond kftraining.JobConditionType) {
-	gomega.EventuallyWithOffset(1, func(g gomega.Gomega) {
+	expectJobCondition(ctx, c, ns, job, cond, Timeout)
+}
+
+// ExpectJobConditionWithin is ExpectJobCondition with its own timeout.
+func ExpectJobConditionWithin(ctx context.Context, c client.Client, ns, job string, cond kftraining.JobConditionType, timeout time.Duration) {
+	expectJobCondition(ctx, c, ns, job, cond, timeout)
+}
+
+func expectJobCondition(ctx context.Context, c client.Client, ns, job string, cond kftraining.JobConditionType, timeout time.Duration) {
+	gomega.EventuallyWithOffset(2, func(g gomega.Gomega) {
 		var j kftraining.PyTorchJob
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: job}, &j)).To(gomega.Succeed())
 		var status corev1.ConditionStatus
@@ -137,5 +146,5 @@ func ExpectJobCondition(ctx context.Context, c client.Client, ns, job string, co
 			}
 		}
 		g.Expect(status).To(gomega.Equal(corev1.ConditionTrue), "PyTorchJob %s/%s condition %s; conditions %v", ns, job, cond, j.Status.Conditions)
-	}, Timeout, Interval).Should(gomega.Succeed())
+	}, timeout, Interval).Should(gomega.Succeed())
 }

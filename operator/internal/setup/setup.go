@@ -2,6 +2,8 @@ package setup
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -75,7 +77,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if opts.LeaderElectionID == "" {
 		opts.LeaderElectionID = "pickyman-operator.pickyman.dev"
 	}
-	policy, err := policies.New(conf.Policy.Name, policies.Options{Params: conf.Policy.Params})
+	policy, err := policies.New(conf.Policy.Name, policies.Options{Params: PolicyParams(conf)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,4 +153,33 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		return nil, nil, err
 	}
 	return mgr, op, nil
+}
+
+// PolicyParams are the policy's parameters: the configuration's policy.params, plus, for the
+// PickyMan policies, the protection and overhead sections of the configuration translated
+// into their parameters (protect, budget, start, writebw, readbw, grace) where params does
+// not set them.
+func PolicyParams(conf *configv1.Configuration) map[string]string {
+	out := map[string]string{}
+	for k, v := range conf.Policy.Params {
+		out[k] = v
+	}
+	if !strings.HasPrefix(conf.Policy.Name, "pickyman") {
+		return out
+	}
+	set := func(k, v string) {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	set("protect", conf.Protection.MinRunAfterResume.Duration.String())
+	if conf.Protection.MaxPreemptions > 0 {
+		set("budget", strconv.Itoa(int(conf.Protection.MaxPreemptions)))
+	}
+	o := conf.Overhead
+	set("start", (o.ContainerStart.Duration + o.Warmup.Duration).String())
+	set("writebw", strconv.FormatFloat(o.WriteBytesPerSecond, 'g', -1, 64))
+	set("readbw", strconv.FormatFloat(o.ReadBytesPerSecond, 'g', -1, 64))
+	set("grace", o.GracePeriod.Duration.String())
+	return out
 }

@@ -120,7 +120,8 @@ func (o *Options) defaults() {
 // "pickyman-flat": the full policy with FlatPriority)
 // from name=value parameters; it deletes every parameter it reads, so the caller can
 // report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, budget,
-// gpucost, gain, refresh (numbers; durations as Go durations or seconds), smoothing (median|ewma).
+// gpucost, gain, refresh, start, writebw, readbw, grace (numbers; durations as Go durations or
+// seconds), smoothing (median|ewma).
 func FromParams(name string, params map[string]string) (*Policy, error) {
 	o := DefaultOptions()
 	switch name {
@@ -175,6 +176,13 @@ func FromParams(name string, params map[string]string) (*Policy, error) {
 	num("budget", func(f float64) { o.Budget = int32(f) })
 	num("gpucost", func(f float64) { o.GPUCostWeight = f })
 	num("gain", func(f float64) { o.Gain = f })
+	// The overhead model's starting parameters (the operator passes its configuration's
+	// overhead section here): container start plus warm-up, checkpoint write and read
+	// bandwidth in bytes per second, and the termination grace period.
+	dur("start", func(d time.Duration) { o.Overhead.Start = d })
+	num("writebw", func(f float64) { o.Overhead.WriteBW = f })
+	num("readbw", func(f float64) { o.Overhead.ReadBW = f })
+	dur("grace", func(d time.Duration) { o.Overhead.Grace = d })
 	if v, ok := take("flatpriority"); ok && err == nil {
 		b, e := strconv.ParseBool(v)
 		if e != nil {

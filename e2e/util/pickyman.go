@@ -1,0 +1,351 @@
+package util
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/testbed/cluster"
+)
+
+// Training is what the testbed agent simulates for every pod of a job (trace time).
+type Training struct {
+	Epochs          int32
+	EpochTime       time.Duration
+	DatasetBytes    int64
+	CheckpointBytes int64
+	// Estimate is the run time the user declares (pickyman.dev/estimate), in the operator's
+	// (real) time; zero declares none.
+	Estimate time.Duration
+}
+
+// PickyMan puts the job in a PickyMan queue, names its model, and gives it the training the
+// testbed agent simulates; the hints go on the job (for the operator) and on every pod
+// template (for the agent).
+func (w *PyTorchJobWrapper) PickyMan(queue, model string, t Training) *PyTorchJobWrapper {
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[pickymanv1.LabelQueue] = queue
+	w.Labels[pickymanv1.LabelModel] = model
+	hints := map[string]string{
+		pickymanv1.AnnotationEpochs:          strconv.Itoa(int(t.Epochs)),
+		pickymanv1.AnnotationDatasetBytes:    strconv.FormatInt(t.DatasetBytes, 10),
+		pickymanv1.AnnotationCheckpointBytes: strconv.FormatInt(t.CheckpointBytes, 10),
+	}
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	for k, v := range hints {
+		w.Annotations[k] = v
+	}
+	if t.Estimate > 0 {
+		w.Annotations[pickymanv1.AnnotationEstimate] = t.Estimate.String()
+	}
+	for _, r := range w.Spec.PyTorchReplicaSpecs {
+		if r.Template.Annotations == nil {
+			r.Template.Annotations = map[string]string{}
+		}
+		for k, v := range hints {
+			r.Template.Annotations[k] = v
+		}
+		r.Template.Annotations[SimEpochTimeAnnotation] = t.EpochTime.String()
+	}
+	return w
+}
+
+// SimEpochTimeAnnotation gives the testbed agent a pod's true epoch time.
+const SimEpochTimeAnnotation = "pickyman.dev/sim-epoch-time"
+
+// PodAck returns the checkpoint acknowledgement on a pod, if any.
+func PodAck(p *corev1.Pod) (*protocol.CheckpointAck, error) {
+	v, ok := p.Annotations[protocol.AnnotationCheckpointAck]
+	if !ok {
+		return nil, nil
+	}
+	var a protocol.CheckpointAck
+	if err := json.Unmarshal([]byte(v), &a); err != nil {
+		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, protocol.AnnotationCheckpointAck, err)
+	}
+	return &a, nil
+}
+
+// PodRequest returns the checkpoint request on a pod, if any.
+func PodRequest(p *corev1.Pod) (*protocol.CheckpointRequest, error) {
+	v, ok := p.Annotations[protocol.AnnotationCheckpointRequest]
+	if !ok {
+		return nil, nil
+	}
+	var r protocol.CheckpointRequest
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, protocol.AnnotationCheckpointRequest, err)
+	}
+	return &r, nil
+}
+
+// PodProgress returns the training progress the agent reported on a pod, if any.
+func PodProgress(p *corev1.Pod) (*protocol.Progress, error) {
+	v, ok := p.Annotations[protocol.AnnotationProgress]
+	if !ok {
+		return nil, nil
+	}
+	var pr protocol.Progress
+	if err := json.Unmarshal([]byte(v), &pr); err != nil {
+		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, protocol.AnnotationProgress, err)
+	}
+	return &pr, nil
+}
+
+// PodResume returns the resume point on a pod, if any.
+func PodResume(p *corev1.Pod) (*protocol.ResumePoint, error) {
+	v, ok := p.Annotations[protocol.AnnotationResumeFrom]
+	if !ok {
+		return nil, nil
+	}
+	var r protocol.ResumePoint
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, protocol.AnnotationResumeFrom, err)
+	}
+	return &r, nil
+}
+
+// GPUWatcher watches every pod and Allocation and records each moment a node is promised
+// more GPUs than it has: by the pods bound to it that have not ended (a pod being deleted still
+// holds its GPUs), and by the placements of the Allocations that hold GPUs.
+type GPUWatcher struct {
+	mu         sync.Mutex
+	capacity   map[string]int64            // node -> GPUs
+	pods       map[string]podGPUs          // ns/name -> node, GPUs
+	allocs     map[string]map[string]int64 // ns/name -> node -> GPUs
+	violations []string
+	events     int
+	history    map[string]*PodRecord // by pod UID
+}
+
+// PodRecord is what the watcher saw of one pod (one UID: a pod recreated under the same name
+// is a new record), with the local time of each first sighting; watch events of one object
+// arrive in order, so the times order the changes.
+type PodRecord struct {
+	Namespace, Name, Job, Node string
+	Created                    time.Time
+	// Requests are the distinct checkpoint request ids the pod carried, in order.
+	Requests []string
+	Request  *protocol.CheckpointRequest
+	Ack      *protocol.CheckpointAck
+	Resume   *protocol.ResumePoint
+	// FirstProgress and Progress are the first and the last progress the agent reported.
+	FirstProgress, Progress *protocol.Progress
+	AckSeen, DeletingSeen   time.Time
+	Phase                   corev1.PodPhase
+}
+
+type podGPUs struct {
+	node string
+	gpus int64
+}
+
+// WatchGPUs starts a watcher until ctx ends. Nodes are read at the start and on every pod
+// event for a node not seen before; an Allocation on a node not yet seen is checked once the
+// node is.
+func WatchGPUs(ctx context.Context, kube kubernetes.Interface, c client.WithWatch) (*GPUWatcher, error) {
+	w := &GPUWatcher{capacity: map[string]int64{}, pods: map[string]podGPUs{}, allocs: map[string]map[string]int64{},
+		history: map[string]*PodRecord{}}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes.Items {
+		q := n.Status.Allocatable[cluster.GPUResource]
+		w.capacity[n.Name] = q.Value()
+	}
+	pw, err := kube.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var allocs pickymanv1.AllocationList
+	aw, err := c.Watch(ctx, &allocs)
+	if err != nil {
+		pw.Stop()
+		return nil, err
+	}
+	go func() {
+		defer pw.Stop()
+		defer aw.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-pw.ResultChan():
+				if !ok {
+					w.fail("pod watch closed")
+					return
+				}
+				if p, ok := ev.Object.(*corev1.Pod); ok {
+					w.pod(ctx, kube, ev.Type, p)
+				}
+			case ev, ok := <-aw.ResultChan():
+				if !ok {
+					w.fail("allocation watch closed")
+					return
+				}
+				if a, ok := ev.Object.(*pickymanv1.Allocation); ok {
+					w.alloc(ev.Type, a)
+				}
+			}
+		}
+	}()
+	return w, nil
+}
+
+func (w *GPUWatcher) fail(msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.violations = append(w.violations, msg)
+}
+
+func (w *GPUWatcher) pod(ctx context.Context, kube kubernetes.Interface, t watch.EventType, p *corev1.Pod) {
+	key := p.Namespace + "/" + p.Name
+	ended := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	var gpus int64
+	for _, c := range p.Spec.Containers {
+		if q, ok := c.Resources.Limits[cluster.GPUResource]; ok {
+			gpus += q.Value()
+		}
+	}
+	node := p.Spec.NodeName
+	if node != "" && gpus > 0 {
+		w.mu.Lock()
+		_, known := w.capacity[node]
+		w.mu.Unlock()
+		if !known {
+			n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			switch {
+			case err == nil:
+				q := n.Status.Allocatable[cluster.GPUResource]
+				w.mu.Lock()
+				w.capacity[node] = q.Value()
+				w.mu.Unlock()
+			case !apierrors.IsNotFound(err):
+				w.fail(fmt.Sprintf("get node %s: %v", node, err))
+			}
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events++
+	w.record(p)
+	if t == watch.Deleted || ended || node == "" || gpus == 0 {
+		delete(w.pods, key)
+		return
+	}
+	w.pods[key] = podGPUs{node: node, gpus: gpus}
+	var used int64
+	for _, pg := range w.pods {
+		if pg.node == node {
+			used += pg.gpus
+		}
+	}
+	if c, ok := w.capacity[node]; ok && used > c {
+		w.violations = append(w.violations, fmt.Sprintf("%s: node %s has pods for %d GPUs of %d (pod %s)",
+			time.Now().Format(time.RFC3339Nano), node, used, c, key))
+	}
+}
+
+func (w *GPUWatcher) alloc(t watch.EventType, a *pickymanv1.Allocation) {
+	key := a.Namespace + "/" + a.Name
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events++
+	holds := a.Status.Phase == pickymanv1.AllocationAdmitted || a.Status.Phase == pickymanv1.AllocationPreempting ||
+		a.Status.Phase == pickymanv1.AllocationSuspended
+	if t == watch.Deleted || !holds {
+		delete(w.allocs, key)
+		return
+	}
+	byNode := map[string]int64{}
+	for _, p := range a.Status.Placement {
+		byNode[p.Node] += int64(p.GPUs)
+	}
+	w.allocs[key] = byNode
+	for node := range byNode {
+		var used int64
+		for _, m := range w.allocs {
+			used += m[node]
+		}
+		if c, ok := w.capacity[node]; ok && used > c {
+			w.violations = append(w.violations, fmt.Sprintf("%s: node %s has placements for %d GPUs of %d (allocation %s)",
+				time.Now().Format(time.RFC3339Nano), node, used, c, key))
+		}
+	}
+}
+
+// record updates the pod's history; the caller holds w.mu.
+func (w *GPUWatcher) record(p *corev1.Pod) {
+	r := w.history[string(p.UID)]
+	if r == nil {
+		r = &PodRecord{Namespace: p.Namespace, Name: p.Name, Job: p.Labels[kftraining.JobNameLabel], Created: time.Now()}
+		w.history[string(p.UID)] = r
+	}
+	r.Node, r.Phase = p.Spec.NodeName, p.Status.Phase
+	if req, err := PodRequest(p); err == nil && req != nil {
+		r.Request = req
+		if n := len(r.Requests); n == 0 || r.Requests[n-1] != req.ID {
+			r.Requests = append(r.Requests, req.ID)
+		}
+	}
+	if ack, err := PodAck(p); err == nil && ack != nil {
+		if r.Ack == nil {
+			r.AckSeen = time.Now()
+		}
+		r.Ack = ack
+	}
+	if rp, err := PodResume(p); err == nil && rp != nil {
+		r.Resume = rp
+	}
+	if pr, err := PodProgress(p); err == nil && pr != nil {
+		if r.FirstProgress == nil {
+			r.FirstProgress = pr
+		}
+		r.Progress = pr
+	}
+	if p.DeletionTimestamp != nil && r.DeletingSeen.IsZero() {
+		r.DeletingSeen = time.Now()
+	}
+}
+
+// History returns a copy of the records of the pods of a job in a namespace, oldest first.
+func (w *GPUWatcher) History(ns, job string) []PodRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []PodRecord
+	for _, r := range w.history {
+		if r.Namespace == ns && r.Job == job {
+			c := *r
+			c.Requests = append([]string(nil), r.Requests...)
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// Violations returns every over-commitment seen so far and how many events were checked.
+func (w *GPUWatcher) Violations() ([]string, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.violations...), w.events
+}
