@@ -189,7 +189,13 @@ func (c *cycle) build() {
 	for _, j := range running {
 		rem, epoch := c.predict(j)
 		c.run = append(c.run, ending{j, rem})
-		if c.plan.Preempted(j.ID) || c.now.Sub(j.LastStart) < c.opts.Protect || j.Preemptions >= c.opts.Budget {
+		if c.plan.Preempted(j.ID) || j.Preemptions >= c.opts.Budget {
+			continue
+		}
+		if until := j.LastStart.Add(c.opts.Protect); c.now.Before(until) {
+			if c.p.wake.IsZero() || until.Before(c.p.wake) {
+				c.p.wake = until
+			}
 			continue
 		}
 		store = append(store, cand{j: j, gpus: j.GPUs(), rem: rem})

@@ -20,6 +20,9 @@ type Policy struct {
 	// suspends, resumes, finishes); last is the time of the last full cycle.
 	changed bool
 	last    time.Time
+	// wake is when the earliest recency protection seen by the last full cycle expires: a
+	// job that becomes a possible victim then is a change too (zero: none).
+	wake time.Time
 	// buf holds a cycle's scratch slices between cycles (see buffers).
 	buf buffers
 }
@@ -94,13 +97,14 @@ type waiting struct {
 func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan; reservations first. Without an event since the last full cycle no GPU was
 	// freed and no job arrived, so nothing new fits and a saving can only have shrunk:
-	// skip the rest unless Refresh has passed (to let aging reorder the queue).
+	// skip the rest unless Refresh has passed (to let aging reorder the queue) or a
+	// protection has expired (a new possible victim).
 	plan := sched.NewPlan(s)
 	plan.AdmitReserved()
-	if !p.changed && s.Now.Sub(p.last) < p.opts.Refresh {
+	if !p.changed && s.Now.Sub(p.last) < p.opts.Refresh && (p.wake.IsZero() || s.Now.Before(p.wake)) {
 		return plan.Decisions()
 	}
-	p.changed, p.last = false, s.Now
+	p.changed, p.last, p.wake = false, s.Now, time.Time{}
 	// 2. Predict.
 	c := p.newCycle(s, plan)
 	// 3. Order.
