@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -135,6 +136,63 @@ var _ = ginkgo.Describe("PickyMan preemption with the checkpoint handshake", gin
 		}
 		for _, v := range victims {
 			checkResumed(ctx, ns, v, watcher, long.Epochs)
+		}
+		expectNoOverCommit(watcher)
+	}, ginkgo.SpecTimeout(10*time.Minute))
+
+	ginkgo.It("loses nothing and preempts no job twice when the operator is killed in the middle of a handshake", func(ctx context.Context) {
+		// Epochs of 10 s real time: the victims' boundary handshake lasts long enough to
+		// kill the operator inside it.
+		long := util.Training{Epochs: 8, EpochTime: 10 * time.Minute, DatasetBytes: 50e9}
+		jobs, cheapest, size := fill(ctx, "crash", long)
+
+		ginkgo.By("submitting the urgent job and waiting for the handshake to begin")
+		urgent := util.MakePyTorchJob("urgent-crash", ns).Master(gpusPerNode).NodeSelector(map[string]string{cluster.LabelGPUProduct: cluster.LookupGPUModel(model).Product}).
+			PickyMan("high", "bert", util.Training{Epochs: 2, EpochTime: time.Minute, DatasetBytes: 10e9, CheckpointBytes: 1e9, Estimate: 5 * time.Second}).Obj()
+		gomega.Expect(suite.client.Create(ctx, urgent)).To(gomega.Succeed())
+		var preempting []string
+		gomega.Eventually(func(g gomega.Gomega) {
+			preempting = preempting[:0]
+			for _, j := range jobs {
+				a := &pickymanv1.Allocation{}
+				g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + j}, a)).To(gomega.Succeed())
+				if a.Status.Phase == pickymanv1.AllocationPreempting {
+					preempting = append(preempting, j)
+				}
+			}
+			g.Expect(preempting).NotTo(gomega.BeEmpty())
+		}, util.Timeout, 50*time.Millisecond).Should(gomega.Succeed())
+
+		ginkgo.By(fmt.Sprintf("killing the operator (SIGKILL) while %v are Preempting", preempting))
+		gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, true)).To(gomega.Succeed())
+		gomega.Expect(suite.opts.ComponentPid(cluster.ComponentOperator)).To(gomega.BeZero())
+		time.Sleep(2 * time.Second)
+		ginkgo.By("starting it again; it takes the lease over and continues the handshake")
+		gomega.Expect(suite.opts.StartOperator(ctx, suite.clients)).To(gomega.Succeed())
+
+		expectAllocationPhase(ctx, ns, "urgent-crash", pickymanv1.AllocationAdmitted, 2*util.Timeout)
+		victims := preempted(ctx, ns, jobs)
+		gomega.Expect(victims).To(gomega.Equal(cheapest))
+		for _, v := range victims {
+			a := &pickymanv1.Allocation{}
+			gomega.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + v}, a)).To(gomega.Succeed())
+			gomega.Expect(a.Status.Preemptions).To(gomega.Equal(int32(1)), "preemptions of %s", v)
+			checkBoundaryCheckpoint(ctx, ns, v, watcher, size[v])
+		}
+
+		ginkgo.By("every job finishes; the victims resume from their checkpointed epoch")
+		for _, j := range append(jobs, "urgent-crash") {
+			util.ExpectJobConditionWithin(ctx, suite.client, ns, j, kftraining.JobSucceeded, 5*time.Minute)
+		}
+		for _, v := range victims {
+			checkResumed(ctx, ns, v, watcher, long.Epochs)
+		}
+		for _, j := range jobs {
+			if !slices.Contains(victims, j) {
+				a := &pickymanv1.Allocation{}
+				gomega.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + j}, a)).To(gomega.Succeed())
+				gomega.Expect(a.Status.Preemptions).To(gomega.BeZero(), "%s was not a victim", j)
+			}
 		}
 		expectNoOverCommit(watcher)
 	}, ginkgo.SpecTimeout(10*time.Minute))

@@ -15,7 +15,7 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
-// act carries out validated decisions: preemptions, then reservations, then starts. A
+// act carries out validated decisions: reservations, then preemptions, then starts. A
 // decision whose Allocation changed since the snapshot fails on its resourceVersion and is
 // skipped; the next cycle decides again on fresh state.
 func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, d sched.Decisions) error {
@@ -25,16 +25,19 @@ func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[st
 			errs = append(errs, err)
 		}
 	}
-	for _, p := range d.Preemptions {
-		if a := allocs[p.JobID]; a != nil {
-			keep(s.preempt(ctx, a, p))
-		}
-	}
+	// Reservations first: GPUs a victim frees are held for the job they were freed for
+	// before any victim is asked to free them, so a crash between the writes never leaves
+	// victims suspending for a job that holds nothing.
 	reserved := map[string]bool{}
 	for _, r := range d.Reservations {
 		if a := allocs[r.JobID]; a != nil {
 			reserved[r.JobID] = true
 			keep(s.reserve(ctx, a, r.Placement))
+		}
+	}
+	for _, p := range d.Preemptions {
+		if a := allocs[p.JobID]; a != nil {
+			keep(s.preempt(ctx, a, p))
 		}
 	}
 	started := map[string]bool{}

@@ -94,7 +94,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 //     progress from the cache;
 //  2. decide: the configured policy's Schedule;
 //  3. validate: sched.Validate; decisions that fail are dropped whole;
-//  4. act: preemptions, then reservations, then starts, each writing the Allocation
+//  4. act: reservations, then preemptions, then starts, each writing the Allocation
 //     first (with its resourceVersion, so a decision on a stale object fails) and then the
 //     job or its pods.
 func (s *Scheduler) Cycle(ctx context.Context) error {

@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	utiltesting "github.com/pickyman/pickyman/internal/testing"
+	"github.com/pickyman/pickyman/operator/internal/metrics"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// TestActReservesBeforePreempting: the waiting job's reservation is written before any victim
+// is asked to checkpoint, so an operator that dies between the writes never leaves victims
+// freeing GPUs that nobody holds for the job they were freed for (another job could take
+// them, and the policy would preempt again for the same job).
+func TestActReservesBeforePreempting(t *testing.T) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, kftraining.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alloc := func(name string, phase v1alpha1.AllocationPhase, node string) *v1alpha1.Allocation {
+		a := &v1alpha1.Allocation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec:       v1alpha1.AllocationSpec{Job: v1alpha1.JobReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: name}, Queue: "default", PodSets: []v1alpha1.PodSet{{Name: "Master", Count: 1, GPUsPerPod: 4}}},
+		}
+		a.Status.Phase = phase
+		if node != "" {
+			a.Status.Placement = []v1alpha1.NodeAssignment{{PodSet: "Master", Node: node, Pods: 1, GPUs: 4}}
+		}
+		return a
+	}
+	objs := []client.Object{alloc("v1", v1alpha1.AllocationAdmitted, "n"), alloc("v2", v1alpha1.AllocationAdmitted, "n"), alloc("q", v1alpha1.AllocationQueued, "")}
+	var writes []string
+	base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
+	c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			a := obj.(*v1alpha1.Allocation)
+			what := string(a.Status.Phase)
+			if len(a.Status.Reserved) > 0 {
+				what += "+reserved"
+			}
+			writes = append(writes, a.Name+":"+what)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	conf := &configv1.Configuration{}
+	conf.Default()
+	op := &Operator{Client: c, Reader: c, Scheme: s, Clock: clocktesting.NewFakeClock(utiltesting.Epoch), Config: conf, Metrics: metrics.New()}
+	sc := NewScheduler(op, nil, nil)
+	allocs := map[string]*v1alpha1.Allocation{}
+	for _, o := range objs {
+		a := &v1alpha1.Allocation{}
+		if err := base.Get(context.Background(), client.ObjectKeyFromObject(o), a); err != nil {
+			t.Fatal(err)
+		}
+		allocs[JobID(a)] = a
+	}
+	d := sched.Decisions{
+		Preemptions:  []sched.Preemption{{JobID: "ns/v1", Mode: sched.SuspendBoundary, For: "ns/q"}, {JobID: "ns/v2", Mode: sched.SuspendBoundary, For: "ns/q"}},
+		Reservations: []sched.Reservation{{JobID: "ns/q", Placement: []sched.Slot{{Node: "n", Workers: 1, GPUs: 8}}}},
+	}
+	if err := sc.act(context.Background(), &sched.Snapshot{Now: utiltesting.Epoch}, allocs, d); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"q:Queued+reserved", "v1:Preempting", "v2:Preempting"}
+	if diff := cmp.Diff(want, writes); diff != "" {
+		t.Errorf("Allocation writes (-want +got):\n%s", diff)
+	}
+}
