@@ -62,8 +62,13 @@ type Options struct {
 	// exceed before the group is preempted.
 	Gain float64
 	// FlatPriority treats every priority class alike: the queue order ignores classes and
-	// any job may preempt any other. Off by default (classes are strict).
+	// any job may preempt any other. Off by default.
 	FlatPriority bool
+	// Promote is the class-aging step, the starvation guard across priority classes: a
+	// waiting job's class in the queue order rises by one for every Promote it has waited,
+	// up to the highest class waiting (0: classes are strict). Only the order changes: a
+	// job never preempts a job of a higher class than its own. See the package doc.
+	Promote time.Duration
 	// Predictor, Overhead and Store configure the learning parts; a nil Store is an
 	// in-memory profile database.
 	Predictor predictor.Config
@@ -77,9 +82,10 @@ func DefaultOptions() Options {
 		MaxConsidered: 32,
 		MaxScan:       256,
 		Refresh:       10 * time.Minute,
-		Aging:         0.5,
+		Aging:         0.1,
 		Unknown:       time.Hour,
 		Protect:       10 * time.Minute,
+		Promote:       time.Hour,
 		Budget:        4,
 		GPUCostWeight: 1,
 		Gain:          1,
@@ -119,7 +125,7 @@ func (o *Options) defaults() {
 // FromParams builds the policy registered as name ("pickyman", "pickyman-<variant>", or
 // "pickyman-flat": the full policy with FlatPriority)
 // from name=value parameters; it deletes every parameter it reads, so the caller can
-// report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, budget,
+// report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, promote, budget,
 // gpucost, gain, refresh, start, writebw, readbw, grace (numbers; durations as Go durations or
 // seconds), smoothing (median|ewma).
 func FromParams(name string, params map[string]string) (*Policy, error) {
@@ -173,6 +179,7 @@ func FromParams(name string, params map[string]string) (*Policy, error) {
 	dur("unknown", func(d time.Duration) { o.Unknown = d })
 	dur("refresh", func(d time.Duration) { o.Refresh = d })
 	dur("protect", func(d time.Duration) { o.Protect = d })
+	dur("promote", func(d time.Duration) { o.Promote = d })
 	num("budget", func(f float64) { o.Budget = int32(f) })
 	num("gpucost", func(f float64) { o.GPUCostWeight = f })
 	num("gain", func(f float64) { o.Gain = f })

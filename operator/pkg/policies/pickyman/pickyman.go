@@ -2,6 +2,7 @@ package pickyman
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -80,6 +81,8 @@ func (p *Policy) OverheadErrors() []float64 { return p.ovh.OverheadErrors() }
 // waiting is a queued job with its sort key.
 type waiting struct {
 	j *sched.Job
+	// class is the job's priority class in the queue order (raised by Promote).
+	class int32
 	// rem is the predicted remaining run time (T_q).
 	rem time.Duration
 	key time.Duration
@@ -145,6 +148,10 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 // predicted remaining time - Aging x time waited; then arrival.
 func (c *cycle) order(queued []*sched.Job) []waiting {
 	out := c.buf.queue[:0]
+	top := int32(math.MinInt32)
+	for _, j := range queued {
+		top = max(top, j.Priority)
+	}
 	for _, j := range queued {
 		rem := c.remaining(j)
 		waited := c.now.Sub(j.Submit) - ranFor(j)
@@ -152,11 +159,15 @@ func (c *cycle) order(queued []*sched.Job) []waiting {
 			waited = 0
 		}
 		key := rem - time.Duration(c.opts.Aging*float64(waited))
-		out = append(out, waiting{j: j, rem: rem, key: key})
+		class := j.Priority
+		if c.opts.Promote > 0 && class < top {
+			class = min(top, class+int32(min(waited/c.opts.Promote, math.MaxInt32)))
+		}
+		out = append(out, waiting{j: j, class: class, rem: rem, key: key})
 	}
 	slices.SortFunc(out, func(a, b waiting) int {
 		if !c.opts.FlatPriority {
-			if x := cmp.Compare(b.j.Priority, a.j.Priority); x != 0 {
+			if x := cmp.Compare(b.class, a.class); x != 0 {
 				return x
 			}
 		}

@@ -116,10 +116,34 @@ func TestSchedule(t *testing.T) {
 		"higher priority is served first": {
 			nodes: []sched.Node{node("a")},
 			jobs: []*sched.Job{
-				waitingJob("low-short", 1, 4, time.Minute).Obj(),
+				waitingJob("low-short", 1, 4, time.Minute).Submit(now.Add(-50 * time.Minute)).Obj(),
 				waitingJob("high-long", 1, 4, 10*h).Priority(1).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{{JobID: "high-long", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
+		"class aging: a lower-class job that waited Promote competes on remaining time": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				waitingJob("low-short", 1, 4, time.Minute).Submit(now.Add(-70 * time.Minute)).Obj(),
+				waitingJob("high-long", 1, 4, 10*h).Priority(1).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "low-short", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
+		"class aging off: classes are strict": {
+			opts:  func(o *Options) { o.Promote = 0 },
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				waitingJob("low-short", 1, 4, time.Minute).Submit(now.Add(-100 * h)).Obj(),
+				waitingJob("high-long", 1, 4, 10*h).Priority(1).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "high-long", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
+		"a promoted job does not preempt a higher class": {
+			nodes: []sched.Node{node("a")},
+			jobs: []*sched.Job{
+				epochJob("high", "a", 4, h, 20, 2, 5*time.Minute).Priority(1).Obj(),
+				waitingJob("low-short", 1, 4, time.Minute).Submit(now.Add(-10 * h)).Obj(),
+			},
 		},
 		"shorter predicted remaining time is served first": {
 			nodes: []sched.Node{node("a")},
@@ -132,7 +156,7 @@ func TestSchedule(t *testing.T) {
 		"aging: a long job that waited long enough goes first": {
 			nodes: []sched.Node{node("a")},
 			jobs: []*sched.Job{
-				waitingJob("old-long", 1, 4, 10*h).Submit(now.Add(-30 * h)).Obj(),
+				waitingJob("old-long", 1, 4, 10*h).Submit(now.Add(-100 * h)).Obj(),
 				waitingJob("new-short", 1, 4, h).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{{JobID: "old-long", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
@@ -173,13 +197,13 @@ func TestSchedule(t *testing.T) {
 }
 
 func TestFromParams(t *testing.T) {
-	params := map[string]string{"aging": "0.25", "protect": "5m", "budget": "2", "smoothing": "ewma", "other": "x"}
+	params := map[string]string{"aging": "0.25", "protect": "5m", "promote": "0", "budget": "2", "smoothing": "ewma", "other": "x"}
 	p, err := FromParams("pickyman-now", params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := p.Options()
-	if p.Name() != "pickyman-now" || o.Variant != Now || o.Aging != 0.25 || o.Protect != 5*time.Minute || o.Budget != 2 || o.Predictor.Smoothing != "ewma" {
+	if p.Name() != "pickyman-now" || o.Variant != Now || o.Aging != 0.25 || o.Protect != 5*time.Minute || o.Promote != 0 || o.Budget != 2 || o.Predictor.Smoothing != "ewma" {
 		t.Errorf("options = %+v, name %q", o, p.Name())
 	}
 	if diff := cmp.Diff(map[string]string{"other": "x"}, params); diff != "" {
