@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -87,46 +88,66 @@ func (tb *Testbed) counter(pid int) (int64, error) {
 	return 0, fmt.Errorf("no simulated process %d", pid)
 }
 
-// SyncNodes finds the fake nodes and gives each a fake GPU backend from its GPU
-// feature-discovery labels (or its nvidia.com/gpu capacity).
+// SyncNodes finds the fake nodes, gives each a fake GPU backend from its GPU
+// feature-discovery labels (or its nvidia.com/gpu capacity), and publishes the GPU
+// feature-discovery labels of that backend on every node whose labels differ, as the agent of
+// a real node does.
 func (tb *Testbed) SyncNodes(ctx context.Context) error {
 	var nodes corev1.NodeList
 	if err := tb.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: tb.NodeSelector}); err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
+	publish := map[string][]gpu.Device{}
 	tb.mu.Lock()
-	defer tb.mu.Unlock()
 	seen := map[string]bool{}
 	for _, n := range nodes.Items {
 		seen[n.Name] = true
-		if _, ok := tb.nodes[n.Name]; ok {
-			continue
+		f, ok := tb.nodes[n.Name]
+		if !ok {
+			count, _ := strconv.Atoi(n.Labels[gpu.LabelCount])
+			if q, ok := n.Status.Capacity["nvidia.com/gpu"]; ok && count == 0 {
+				count = int(q.Value())
+			}
+			mem, _ := strconv.ParseUint(n.Labels[gpu.LabelMemory], 10, 64)
+			product := n.Labels[gpu.LabelProduct]
+			if product == "" {
+				product = "fake-gpu"
+			}
+			if mem == 0 {
+				mem = 81920
+			}
+			var err error
+			f, err = gpu.NewFake(gpu.FakeConfig{Node: n.Name, Product: product, Count: count, MemoryMiB: mem})
+			if err != nil {
+				tb.Log.Error(err, "fake node", "node", n.Name)
+				continue
+			}
+			tb.nodes[n.Name] = f
 		}
-		count, _ := strconv.Atoi(n.Labels[gpu.LabelCount])
-		if q, ok := n.Status.Capacity["nvidia.com/gpu"]; ok && count == 0 {
-			count = int(q.Value())
-		}
-		mem, _ := strconv.ParseUint(n.Labels[gpu.LabelMemory], 10, 64)
-		product := n.Labels[gpu.LabelProduct]
-		if product == "" {
-			product = "fake-gpu"
-		}
-		if mem == 0 {
-			mem = 81920
-		}
-		f, err := gpu.NewFake(gpu.FakeConfig{Node: n.Name, Product: product, Count: count, MemoryMiB: mem})
+		devs, err := f.Devices()
 		if err != nil {
-			tb.Log.Error(err, "fake node", "node", n.Name)
 			continue
 		}
-		tb.nodes[n.Name] = f
+		for k, v := range gpu.Labels(devs) {
+			if n.Labels[k] != v {
+				publish[n.Name] = devs
+				break
+			}
+		}
 	}
 	for n := range tb.nodes {
 		if !seen[n] {
 			delete(tb.nodes, n)
 		}
 	}
-	return nil
+	tb.mu.Unlock()
+	var errs []error
+	for node, devs := range publish {
+		if err := coord.PublishGPULabels(ctx, tb.Client, node, devs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Step runs one simulation step: SyncPods, then Advance.

@@ -220,3 +220,38 @@ func TestTestbedSuspendNowLosesThePartialEpoch(t *testing.T) {
 		t.Errorf("ack (-want +got):\n%s", diff)
 	}
 }
+
+// TestSyncNodesPublishesGPULabels: a fake node known only by its GPU capacity gets the GPU
+// feature-discovery labels of its fake GPUs, as a real agent publishes them; a node whose
+// labels are right is not patched.
+func TestSyncNodesPublishesGPULabels(t *testing.T) {
+	ctx := context.Background()
+	bare := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-bare", Labels: map[string]string{"type": "kwok"}},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(4, resource.DecimalSI)}}}
+	kube := fake.NewClientBuilder().WithObjects(bare, fakeNode("kwok-0")).Build()
+	tb := New(kube, clocktesting.NewFakeClock(t0), logr.Discard(), labels.SelectorFromSet(labels.Set{"type": "kwok"}), DefaultPhysics(), 1, 1)
+	before := &corev1.Node{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: "kwok-0"}, before); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.SyncNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Node{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: "kwok-bare"}, got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"type": "kwok", gpu.LabelCount: "4", gpu.LabelProduct: "fake-gpu", gpu.LabelMemory: "81920"}
+	if diff := cmp.Diff(want, got.Labels); diff != "" {
+		t.Errorf("labels of the bare node (-want +got):\n%s", diff)
+	}
+	if err := kube.Get(ctx, types.NamespacedName{Name: "kwok-0"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != before.ResourceVersion {
+		t.Errorf("a node with the right labels was patched")
+	}
+	if diff := cmp.Diff(fakeNode("kwok-0").Labels, got.Labels); diff != "" {
+		t.Errorf("labels of the labelled node changed (-want +got):\n%s", diff)
+	}
+}
