@@ -129,6 +129,9 @@ var _ = ginkgo.Describe("PickyMan preemption with the checkpoint handshake", gin
 		for _, v := range victims {
 			checkBoundaryCheckpoint(ctx, ns, v, watcher, size[v])
 		}
+		for _, v := range victims {
+			reportLatency(ns, v, watcher)
+		}
 
 		ginkgo.By("every job finishes; the victims resume from their checkpointed epoch and lose none")
 		for _, j := range append(jobs, "urgent") {
@@ -277,6 +280,37 @@ func checkResumed(_ context.Context, ns, job string, w *util.GPUWatcher, epochs 
 	gomega.ExpectWithOffset(1, last.FirstProgress).NotTo(gomega.BeNil())
 	gomega.ExpectWithOffset(1, last.FirstProgress.Epoch).To(gomega.BeNumerically(">=", first.Ack.Epoch), "the resumed pod starts at the checkpointed epoch")
 	gomega.ExpectWithOffset(1, last.Progress.EpochsDone).To(gomega.Equal(epochs))
+}
+
+// reportLatency splits the time from the preemption decision (the Allocation seen
+// Preempting) to the victim's GPUs being free (its pod gone) into the API latency before the
+// request reached the pod, the wait for the epoch boundary, the checkpoint write, and the API
+// latency from the acknowledgement to the pod being gone; it prints the split and checks that
+// the parts add up.
+func reportLatency(ns, job string, w *util.GPUWatcher) {
+	h := w.History(ns, job)
+	gomega.ExpectWithOffset(1, h).NotTo(gomega.BeEmpty())
+	first := h[0]
+	var gone util.PodRecord
+	gomega.EventuallyWithOffset(1, func(g gomega.Gomega) {
+		gone = w.History(ns, job)[0]
+		g.Expect(gone.GoneSeen.IsZero()).To(gomega.BeFalse(), "the first pod of %s is not gone yet", job)
+	}, util.Timeout, util.Interval).Should(gomega.Succeed())
+	decided := w.PreemptingSeen(ns, "pytorchjob-"+job, 1)
+	gomega.ExpectWithOffset(1, decided.IsZero()).To(gomega.BeFalse())
+	total := gone.GoneSeen.Sub(decided)
+	toPod := first.RequestSeen.Sub(decided)
+	suspend := time.Duration(first.Ack.SuspendSeconds * float64(time.Second))
+	write := time.Duration(first.Ack.Seconds * float64(time.Second))
+	afterAck := gone.GoneSeen.Sub(first.AckSeen)
+	line := fmt.Sprintf("preemption %s/%s: decision to GPUs free %v = request to pod %v + epoch wait %v + checkpoint %v + ack to pod gone %v (agent-side suspend %v)",
+		ns, job, total.Round(time.Millisecond), toPod.Round(time.Millisecond), (suspend - write).Round(time.Millisecond),
+		write.Round(time.Millisecond), afterAck.Round(time.Millisecond), suspend.Round(time.Millisecond))
+	ginkgo.AddReportEntry("preemption latency "+job, line)
+	fmt.Fprintln(ginkgo.GinkgoWriter, line)
+	gomega.ExpectWithOffset(1, toPod).To(gomega.BeNumerically(">=", 0))
+	gomega.ExpectWithOffset(1, afterAck).To(gomega.BeNumerically(">=", 0))
+	gomega.ExpectWithOffset(1, total).To(gomega.BeNumerically(">=", suspend))
 }
 
 // expectNoOverCommit fails on any moment the watcher saw a node promised more GPUs than it has.

@@ -134,6 +134,9 @@ type GPUWatcher struct {
 	violations []string
 	events     int
 	history    map[string]*PodRecord // by pod UID
+	// preempting is when each Allocation (namespace/name) was first seen Preempting, per
+	// preemption number.
+	preempting map[string]map[int32]time.Time
 }
 
 // PodRecord is what the watcher saw of one pod (one UID: a pod recreated under the same name
@@ -148,9 +151,9 @@ type PodRecord struct {
 	Ack      *protocol.CheckpointAck
 	Resume   *protocol.ResumePoint
 	// FirstProgress and Progress are the first and the last progress the agent reported.
-	FirstProgress, Progress *protocol.Progress
-	AckSeen, DeletingSeen   time.Time
-	Phase                   corev1.PodPhase
+	FirstProgress, Progress                      *protocol.Progress
+	RequestSeen, AckSeen, DeletingSeen, GoneSeen time.Time
+	Phase                                        corev1.PodPhase
 }
 
 type podGPUs struct {
@@ -163,7 +166,7 @@ type podGPUs struct {
 // node is.
 func WatchGPUs(ctx context.Context, kube kubernetes.Interface, c client.WithWatch) (*GPUWatcher, error) {
 	w := &GPUWatcher{capacity: map[string]int64{}, pods: map[string]podGPUs{}, allocs: map[string]map[string]int64{},
-		history: map[string]*PodRecord{}}
+		history: map[string]*PodRecord{}, preempting: map[string]map[int32]time.Time{}}
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -248,6 +251,11 @@ func (w *GPUWatcher) pod(ctx context.Context, kube kubernetes.Interface, t watch
 	defer w.mu.Unlock()
 	w.events++
 	w.record(p)
+	if t == watch.Deleted {
+		if r := w.history[string(p.UID)]; r != nil && r.GoneSeen.IsZero() {
+			r.GoneSeen = time.Now()
+		}
+	}
 	if t == watch.Deleted || ended || node == "" || gpus == 0 {
 		delete(w.pods, key)
 		return
@@ -270,6 +278,16 @@ func (w *GPUWatcher) alloc(t watch.EventType, a *pickymanv1.Allocation) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.events++
+	if a.Status.Phase == pickymanv1.AllocationPreempting {
+		m := w.preempting[key]
+		if m == nil {
+			m = map[int32]time.Time{}
+			w.preempting[key] = m
+		}
+		if _, ok := m[a.Status.Preemptions]; !ok {
+			m[a.Status.Preemptions] = time.Now()
+		}
+	}
 	holds := a.Status.Phase == pickymanv1.AllocationAdmitted || a.Status.Phase == pickymanv1.AllocationPreempting ||
 		a.Status.Phase == pickymanv1.AllocationSuspended
 	if t == watch.Deleted || !holds {
@@ -303,6 +321,9 @@ func (w *GPUWatcher) record(p *corev1.Pod) {
 	r.Node, r.Phase = p.Spec.NodeName, p.Status.Phase
 	if req, err := PodRequest(p); err == nil && req != nil {
 		r.Request = req
+		if r.RequestSeen.IsZero() {
+			r.RequestSeen = time.Now()
+		}
 		if n := len(r.Requests); n == 0 || r.Requests[n-1] != req.ID {
 			r.Requests = append(r.Requests, req.ID)
 		}
@@ -341,6 +362,14 @@ func (w *GPUWatcher) History(ns, job string) []PodRecord {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out
+}
+
+// PreemptingSeen is when the watcher first saw the Allocation Preempting for its n-th
+// preemption (zero if never).
+func (w *GPUWatcher) PreemptingSeen(ns, name string, n int32) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.preempting[ns+"/"+name][n]
 }
 
 // Violations returns every over-commitment seen so far and how many events were checked.

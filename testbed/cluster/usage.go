@@ -120,6 +120,11 @@ func (o Options) ClusterPids() map[string]int {
 	if pid := readPid(o.operatorPid()); alive(pid) {
 		pids["training-operator"] = pid
 	}
+	for _, c := range []string{ComponentOperator, ComponentAgent} {
+		if pid := o.ComponentPid(c); pid > 0 {
+			pids[c] = pid
+		}
+	}
 	for name, pid := range pids {
 		if !alive(pid) {
 			delete(pids, name)
