@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -33,6 +34,9 @@ import (
 type JobReconciler struct {
 	*Operator
 	Integration jobframework.Integration
+	// Workers is how many jobs are reconciled at once (each job by one worker at a time);
+	// at least 1.
+	Workers int
 }
 
 // SetupWithManager registers the reconciler for its job kind; Allocation changes requeue the
@@ -48,6 +52,7 @@ func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.Job.Name}}}
 		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }
 

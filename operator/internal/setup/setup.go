@@ -133,7 +133,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		return nil, nil, err
 	}
 	for _, in := range jobframework.Integrations() {
-		if err := (&controller.JobReconciler{Operator: op, Integration: in}).SetupWithManager(mgr); err != nil {
+		if err := (&controller.JobReconciler{Operator: op, Integration: in, Workers: JobWorkers}).SetupWithManager(mgr); err != nil {
 			return nil, nil, fmt.Errorf("job controller %s: %w", in.GVK.Kind, err)
 		}
 	}
@@ -154,6 +154,11 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	}
 	return mgr, op, nil
 }
+
+// JobWorkers is how many jobs of each kind the job controller reconciles at once: creating
+// Allocations and (un)suspending jobs is API-bound, and with one worker a burst of
+// submissions queues behind it.
+const JobWorkers = 4
 
 // PolicyParams are the policy's parameters: the configuration's policy.params, plus, for the
 // PickyMan policies, the protection and overhead sections of the configuration translated
