@@ -40,3 +40,20 @@ results-policy: build ## Every policy and ablation on the traces of docs/policy.
 	$(GO) run ./operator/pkg/policies/pickyman/internal/restable $(addprefix $(POLICY_OUT)/,tiresias60 philly-week generated openb openb-4x8 philly) > $(POLICY_OUT)/tables.md
 	$(GO) run ./operator/pkg/policies/pickyman/internal/restable -openb $(OPENB)/v2023_openb_pod_list_default.csv $(POLICY_OUT)/openb-4x8 >> $(POLICY_OUT)/tables.md
 	$(MAKE) --no-print-directory bench-policy accuracy-policy
+
+# The settings compared in docs/policy.md ("Settings compared"): the defaults, the previous
+# defaults (strict classes, aging 0.5) and the queue-aware natural wait, next to tiresias,
+# over three seeds (the full philly.csv over one: it takes minutes per variant).
+SWEEP_VARIANTS ?= pickyman pickyman|promote=0;aging=0.5 pickyman|queuewait=true tiresias
+SWEEP_SEEDS    ?= 1,2,3
+SWEEP          := $(GO) run ./operator/pkg/policies/pickyman/internal/sweep
+
+.PHONY: sweep-policy
+sweep-policy: ## Compare PickyMan settings over several seeds on the runs of docs/policy.md; output in $(POLICY_OUT)/sweep.md.
+	@mkdir -p $(POLICY_OUT)
+	$(SWEEP) -trace $(TRACES)/tiresias/60_job.csv -cluster 2x4 -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' > $(POLICY_OUT)/sweep.md
+	$(SWEEP) -trace $(TRACES)/philly-adaptdl/philly.csv -cluster 64x8 -window 1176:1344 -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' >> $(POLICY_OUT)/sweep.md
+	$(SWEEP) -cluster 8x8 -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' >> $(POLICY_OUT)/sweep.md
+	$(SWEEP) -trace $(OPENB)/v2023_openb_pod_list_default.csv -cluster 4x8 -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' >> $(POLICY_OUT)/sweep.md
+	$(SWEEP) -trace $(TRACES)/philly-adaptdl/philly.csv -cluster 112x8 -seeds 1 -variants '$(SWEEP_VARIANTS)' >> $(POLICY_OUT)/sweep.md
+	cat $(POLICY_OUT)/sweep.md

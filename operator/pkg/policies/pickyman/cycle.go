@@ -37,6 +37,11 @@ type cycle struct {
 	victims map[*sched.Job]bool
 	// natural caches naturalWait by gang shape for the cycle.
 	natural map[shape]waitResult
+	// ahead counts, per GPU model, the GPUs of the waiting jobs already passed in this
+	// cycle's order that found neither free GPUs nor victims; freed reads the running
+	// jobs' GPUs per model in end order (QueueWait only).
+	ahead   map[string]int64
+	freed   map[string]*freed
 	scratch []*sched.Job
 }
 

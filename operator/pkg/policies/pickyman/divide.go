@@ -19,22 +19,30 @@ import (
 //   - the search looks at the MaxScan cheapest candidates at most, which bounds its work;
 //   - the group is preempted only if the waiting time it saves q, the natural wait minus
 //     the time until the victims' GPUs are free (max s_v), exceeds Gain x the sum of the
-//     victims' costs.
+//     victims' costs;
+//   - with QueueWait the natural wait also counts the waiting jobs ahead of q (queueWait),
+//     and only jobs predicted to run more than queueVictimMargin x T_q (or ending at their
+//     boundary) are candidates.
+//
+// It reports whether it preempted.
 //
 // Within a class of candidates with the same GPU count the cost order is the same for
 // every q (T_q is common to all), so each class is ordered once per cycle (lazily: only
 // as far as the searches read it) and each q merges the classes: a search costs
 // O(victims scanned x classes), not a sort of all running jobs.
-func (c *cycle) divide(q waiting) {
+func (c *cycle) divide(q waiting) bool {
 	if !c.built {
 		c.build()
 	}
 	if len(c.cands) == 0 {
-		return
+		return false
 	}
 	tq := q.rem.Seconds()
 	model := q.j.GPUModel
 	eligible := func(v *cand) bool {
+		if c.opts.QueueWait && !v.finishing && float64(v.rem) <= queueVictimMargin*float64(q.rem) {
+			return false
+		}
 		return !v.taken && (c.opts.FlatPriority || v.j.Priority <= q.j.Priority) && (model == "" || v.model == model)
 	}
 	key := func(v *cand) float64 {
@@ -93,7 +101,7 @@ func (c *cycle) divide(q waiting) {
 	}
 	c.scratch = order
 	if !ok || len(victims) == 0 {
-		return
+		return false
 	}
 	// Victims come back in candidate order: map them to their entries.
 	group := make([]*cand, 0, len(victims))
@@ -115,10 +123,17 @@ func (c *cycle) divide(q waiting) {
 		}
 	}
 	natural, freesUp := c.naturalWait(q.j)
+	if freesUp && c.opts.QueueWait {
+		if w, ok := c.queueWait(q.j); !ok {
+			freesUp = false
+		} else if w > natural {
+			natural = w
+		}
+	}
 	if freesUp {
 		saving := (natural - groupDelay).Seconds()
 		if saving <= 0 || saving <= c.opts.Gain*costSum {
-			return
+			return false
 		}
 	}
 	c.plan.Preempt(q.j, victims, placement, sched.SuspendBoundary, Reason)
@@ -128,4 +143,5 @@ func (c *cycle) divide(q waiting) {
 		c.chosen[v.j.ID] = v
 		c.victims[v.j] = true
 	}
+	return true
 }

@@ -69,6 +69,12 @@ type Options struct {
 	// up to the highest class waiting (0: classes are strict). Only the order changes: a
 	// job never preempts a job of a higher class than its own. See the package doc.
 	Promote time.Duration
+	// QueueWait makes the natural wait of a waiting job count the waiting jobs ahead of it
+	// that found neither GPUs nor victims, and takes as victims only jobs predicted to run
+	// more than twice its remaining time. Off by default: it lowers mean waiting time on
+	// lightly loaded clusters with bursts of arrivals and raises it under sustained
+	// overload (docs/policy.md).
+	QueueWait bool
 	// Predictor, Overhead and Store configure the learning parts; a nil Store is an
 	// in-memory profile database.
 	Predictor predictor.Config
@@ -125,7 +131,7 @@ func (o *Options) defaults() {
 // FromParams builds the policy registered as name ("pickyman", "pickyman-<variant>", or
 // "pickyman-flat": the full policy with FlatPriority)
 // from name=value parameters; it deletes every parameter it reads, so the caller can
-// report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, promote, budget,
+// report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, promote, queuewait, budget,
 // gpucost, gain, refresh, start, writebw, readbw, grace (numbers; durations as Go durations or
 // seconds), smoothing (median|ewma).
 func FromParams(name string, params map[string]string) (*Policy, error) {
@@ -190,6 +196,13 @@ func FromParams(name string, params map[string]string) (*Policy, error) {
 	num("writebw", func(f float64) { o.Overhead.WriteBW = f })
 	num("readbw", func(f float64) { o.Overhead.ReadBW = f })
 	dur("grace", func(d time.Duration) { o.Overhead.Grace = d })
+	if v, ok := take("queuewait"); ok && err == nil {
+		b, e := strconv.ParseBool(v)
+		if e != nil {
+			err = fmt.Errorf("parameter queuewait=%q: want true or false", v)
+		}
+		o.QueueWait = b
+	}
 	if v, ok := take("flatpriority"); ok && err == nil {
 		b, e := strconv.ParseBool(v)
 		if e != nil {

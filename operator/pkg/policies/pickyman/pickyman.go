@@ -131,7 +131,12 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 			continue
 		}
 		considered++
-		c.divide(w)
+		if !c.divide(w) && p.opts.QueueWait {
+			if c.ahead == nil {
+				c.ahead = map[string]int64{}
+			}
+			c.ahead[w.j.GPUModel] += int64(w.j.GPUs())
+		}
 	}
 	// 5. Modes and expectations.
 	d := plan.Decisions()

@@ -104,6 +104,19 @@ func TestSchedule(t *testing.T) {
 				waitingJob("q", 1, 4, 10*time.Minute).Obj(),
 			},
 		},
+		"without queue wait, a job behind another waiting one counts only its own wait": {
+			nodes: []sched.Node{node("a")},
+			jobs:  queueWaitJobs(),
+		},
+		"queue wait: the job behind another waiting one preempts the long job": {
+			opts:  func(o *Options) { o.QueueWait = true },
+			nodes: []sched.Node{node("a")},
+			jobs:  queueWaitJobs(),
+			want: sched.Decisions{
+				Preemptions:  []sched.Preemption{{JobID: "long", Mode: sched.SuspendNow, For: "w2", Reason: Reason}},
+				Reservations: []sched.Reservation{{JobID: "w2", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 2}}}},
+			},
+		},
 		"flat priority: the shorter job goes first whatever its class": {
 			opts:  func(o *Options) { o.FlatPriority = true },
 			nodes: []sched.Node{node("a")},
@@ -196,20 +209,32 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
+// queueWaitJobs fills a 4-GPU node with a job ending in 9 minutes and a long one, and
+// queues two 2-GPU jobs of 30 and 40 minutes. Alone, each would wait 9 minutes, less than
+// suspending the long job costs; behind w1, w2 waits for the long job's end.
+func queueWaitJobs() []*sched.Job {
+	return []*sched.Job{
+		epochJob("ending", "a", 2, 5*time.Minute, 10, 8, time.Minute).Obj(),
+		epochJob("long", "a", 2, time.Hour, 20, 2, 5*time.Minute).Obj(),
+		waitingJob("w1", 1, 2, 30*time.Minute).Obj(),
+		waitingJob("w2", 1, 2, 40*time.Minute).Obj(),
+	}
+}
+
 func TestFromParams(t *testing.T) {
-	params := map[string]string{"aging": "0.25", "protect": "5m", "promote": "0", "budget": "2", "smoothing": "ewma", "other": "x"}
+	params := map[string]string{"aging": "0.25", "protect": "5m", "promote": "0", "queuewait": "true", "budget": "2", "smoothing": "ewma", "other": "x"}
 	p, err := FromParams("pickyman-now", params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := p.Options()
-	if p.Name() != "pickyman-now" || o.Variant != Now || o.Aging != 0.25 || o.Protect != 5*time.Minute || o.Promote != 0 || o.Budget != 2 || o.Predictor.Smoothing != "ewma" {
+	if p.Name() != "pickyman-now" || o.Variant != Now || o.Aging != 0.25 || o.Protect != 5*time.Minute || o.Promote != 0 || !o.QueueWait || o.Budget != 2 || o.Predictor.Smoothing != "ewma" {
 		t.Errorf("options = %+v, name %q", o, p.Name())
 	}
 	if diff := cmp.Diff(map[string]string{"other": "x"}, params); diff != "" {
 		t.Errorf("unread parameters (-want +got):\n%s", diff)
 	}
-	for _, bad := range []map[string]string{{"aging": "x"}, {"protect": "soon"}, {"smoothing": "mean"}} {
+	for _, bad := range []map[string]string{{"aging": "x"}, {"protect": "soon"}, {"smoothing": "mean"}, {"queuewait": "maybe"}} {
 		if _, err := FromParams(Name, bad); err == nil {
 			t.Errorf("FromParams accepted %v", bad)
 		}

@@ -26,13 +26,18 @@ func randomCase(seed uint64) *sched.Snapshot {
 // placement (the reservation); no victim is protected; the same snapshot gives the same
 // decisions.
 func TestProperties(t *testing.T) {
-	for _, v := range []Variant{Full, Blind, Oracle, Now} {
+	type config struct {
+		v         Variant
+		queueWait bool
+	}
+	for _, cf := range []config{{Full, false}, {Blind, false}, {Oracle, false}, {Now, false}, {Full, true}} {
+		v := cf.v
 		for seed := uint64(0); seed < 300; seed++ {
 			s := randomCase(seed)
 			o := DefaultOptions()
-			o.Variant = v
+			o.Variant, o.QueueWait = v, cf.queueWait
 			d := New(o).Schedule(s)
-			name := fmt.Sprintf("variant %q seed %d", v, seed)
+			name := fmt.Sprintf("variant %q queuewait %v seed %d", v, cf.queueWait, seed)
 			if err := sched.Validate(s, d); err != nil {
 				t.Fatalf("%s: invalid decisions: %v", name, err)
 			}

@@ -1,0 +1,164 @@
+// Command sweep compares PickyMan settings on one trace over several seeds: each variant is
+// a registered policy name with optional parameters (policies.Options.Params), and each
+// seed replays the trace with its own synthesized fields and overhead noise (the generated
+// trace is a different trace per seed). It prints one Markdown table per seed with the
+// waiting time, makespan, preemptions, GPU-hours lost and the mean waiting time of the high
+// and the low priority class, the figures behind docs/policy.md's "Settings compared".
+//
+//	go run ./operator/pkg/policies/pickyman/internal/sweep -trace ../shared/traces/tiresias/60_job.csv \
+//	    -cluster 2x4 -seeds 1,2,3 -variants 'pickyman pickyman|promote=0;aging=0.5 tiresias'
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+	"github.com/pickyman/pickyman/testbed/metrics"
+	"github.com/pickyman/pickyman/testbed/sim"
+	"github.com/pickyman/pickyman/traces"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "sweep:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	trace := fs.String("trace", "", "trace file; empty uses the generated default trace")
+	cluster := fs.String("cluster", "8x8", "cluster spec or cluster file")
+	window := fs.String("window", "", "FROM:TO in hours: only jobs submitted in [FROM, TO), shifted to 0")
+	seeds := fs.String("seeds", "1", "comma-separated seeds")
+	variants := fs.String("variants", "pickyman", "space-separated variants: policy or policy|name=value;name=value")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cl, err := traces.ParseCluster(*cluster)
+	if err != nil {
+		return err
+	}
+	names := strings.Fields(*variants)
+	for _, s := range strings.Split(*seeds, ",") {
+		seed, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return fmt.Errorf("-seeds: %w", err)
+		}
+		jobs, err := load(*trace, *window, seed)
+		if err != nil {
+			return err
+		}
+		cfg := sim.DefaultConfig()
+		cfg.Seed = seed
+		cmp, err := sim.NewComparison(cl, jobs, names, build, cfg)
+		if err != nil {
+			return err
+		}
+		runs, err := cmp.Run(context.Background())
+		if err != nil {
+			return err
+		}
+		high := map[string]bool{}
+		for _, j := range jobs {
+			high[j.ID] = j.Priority > traces.PriorityLow
+		}
+		fmt.Fprintf(out, "\n%s on %s, %d jobs, seed %d. Times in seconds.\n\n", orGenerated(*trace), *cluster, len(jobs), seed)
+		fmt.Fprintln(out, "| variant | wait mean | p50 | p95 | p99 | makespan | preempt. | GPU-h lost | high: mean wait | low: mean wait |")
+		fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for i, r := range runs {
+			s := metrics.Summarize(r)
+			hi, lo := classWaits(r, high)
+			fmt.Fprintf(out, "| `%s` | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %.1f | %.0f | %.0f |\n",
+				strings.ReplaceAll(names[i], "|", `\|`), s.Wait.Mean, s.Wait.P50, s.Wait.P95, s.Wait.P99, s.Makespan, s.Preemptions, s.GPUHoursLost, hi, lo)
+		}
+	}
+	return nil
+}
+
+// build makes the policy of a variant "name|k=v;k=v".
+func build(variant string) (sched.Policy, error) {
+	name, list, _ := strings.Cut(variant, "|")
+	params := map[string]string{}
+	if list != "" {
+		for _, kv := range strings.Split(list, ";") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("variant %q: parameter %q is not name=value", variant, kv)
+			}
+			params[k] = v
+		}
+	}
+	return policies.New(name, policies.Options{Params: params})
+}
+
+// load reads the trace (or generates the default one with seed) and applies the window.
+func load(path, window string, seed int64) ([]traces.Job, error) {
+	var jobs []traces.Job
+	if path == "" {
+		cfg := traces.DefaultGenerateConfig()
+		cfg.Seed = seed
+		jobs = traces.Generate(cfg)
+	} else {
+		r, err := traces.Open(path, traces.Options{Seed: seed})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		if jobs, err = traces.Collect(r); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b traces.Job) int { return int(a.Submit - b.Submit) })
+	if window == "" {
+		return jobs, nil
+	}
+	from, to, ok := strings.Cut(window, ":")
+	lo, err1 := strconv.ParseFloat(from, 64)
+	hi, err2 := strconv.ParseFloat(to, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("-window %q: want FROM:TO in hours", window)
+	}
+	var in []traces.Job
+	for _, j := range jobs {
+		if j.Submit >= time.Duration(lo*float64(time.Hour)) && j.Submit < time.Duration(hi*float64(time.Hour)) {
+			j.Submit -= time.Duration(lo * float64(time.Hour))
+			in = append(in, j)
+		}
+	}
+	return in, nil
+}
+
+// classWaits returns the mean waiting time of the finished high- and low-class jobs.
+func classWaits(r *metrics.Run, high map[string]bool) (hi, lo float64) {
+	var hn, ln int
+	for _, j := range r.Jobs {
+		if j.Rejected {
+			continue
+		}
+		if high[j.ID] {
+			hi += j.Wait().Seconds()
+			hn++
+		} else {
+			lo += j.Wait().Seconds()
+			ln++
+		}
+	}
+	return hi / float64(max(hn, 1)), lo / float64(max(ln, 1))
+}
+
+func orGenerated(path string) string {
+	if path == "" {
+		return "generated trace"
+	}
+	return path
+}
