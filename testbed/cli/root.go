@@ -16,6 +16,7 @@ func NewRootCommand() *cobra.Command {
 		newSimulateCommand(),
 		newTraceCommand(),
 		newClusterCommand(),
+		newReplayCommand(),
 	)
 	return root
 }

@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+	"github.com/pickyman/pickyman/testbed/cluster"
+	"github.com/pickyman/pickyman/testbed/metrics"
+	"github.com/pickyman/pickyman/testbed/replay"
+	"github.com/pickyman/pickyman/testbed/report"
+	"github.com/pickyman/pickyman/testbed/sim"
+	"github.com/pickyman/pickyman/traces"
+)
+
+// replayOptions are the flags of `pickyman replay`.
+type replayOptions struct {
+	simulateOptions
+	target    string
+	name      string
+	policy    string
+	timeScale float64
+	keep      bool
+	compare   bool
+	stuck     time.Duration
+}
+
+// newReplayCommand returns `pickyman replay`: a trace on the testbed cluster (or any
+// cluster that runs PickyMan), side by side with the simulator.
+func newReplayCommand() *cobra.Command {
+	o := replayOptions{simulateOptions: simulateOptions{cluster: "64x8", seed: 1, out: "out/replay"},
+		target: "local", name: "pickyman-replay", policy: "pickyman", timeScale: 100, compare: true, stuck: 3 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Replay a trace on a Kubernetes cluster running PickyMan and compare with the simulator",
+		Long: "Bring up the local testbed cluster (or use --cluster KUBECONFIG, where PickyMan's\n" +
+			"operator and testbed agent already run), submit one PyTorchJob per trace job at its\n" +
+			"scaled arrival time, follow them to completion, read every job's timeline back from\n" +
+			"the API server, and write results.json, jobs.csv and report.html with the cluster's\n" +
+			"run and the simulator's on the same jobs and seed, plus fidelity.md with the difference.",
+		Example: "  pickyman replay --trace ../shared/traces/philly-adaptdl/philly.csv --window 0:48h --jobs 300 --nodes 64x8 --policy fifo\n" +
+			"  pickyman replay --trace ../shared/traces/tiresias/60_job.csv --nodes 16x4 --time-scale 200 --policy tiresias",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runReplay(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.target, "cluster", o.target, "local (bring up the testbed cluster) or the path of a kubeconfig whose cluster runs PickyMan")
+	f.StringVar(&o.cluster, "nodes", o.cluster, "the local cluster's nodes: NODESxGPUS[:MODEL] pools joined by ',' (as simulate's --cluster)")
+	f.StringVar(&o.name, "name", o.name, "name of the local cluster (brought up fresh and taken down after)")
+	f.StringVar(&o.trace, "trace", o.trace, "trace file; empty: the generated default trace")
+	f.StringVar(&o.format, "format", o.format, "trace format ("+traces.FormatNames()+"); empty detects it")
+	f.StringVar(&o.policy, "policy", o.policy, "the operator's policy ("+strings.Join(policies.Names(), ",")+")")
+	f.Int64Var(&o.seed, "seed", o.seed, "seed for synthesized trace fields and the agent's and simulator's noise")
+	f.StringVar(&o.out, "out", o.out, "directory for results.json, jobs.csv, report.html and fidelity.md")
+	f.StringVar(&o.window, "window", o.window, "FROM:TO: only jobs submitted in [FROM, TO), shifted to start at 0")
+	f.IntVar(&o.jobs, "jobs", o.jobs, "only the first N jobs in submit order (0: all)")
+	f.Float64Var(&o.timeScale, "time-scale", o.timeScale, "trace seconds per real second")
+	f.BoolVar(&o.keep, "keep-cluster", o.keep, "leave the local cluster up afterwards")
+	f.BoolVar(&o.compare, "compare", o.compare, "also simulate the same jobs and write the side-by-side")
+	f.DurationVar(&o.stuck, "stuck-after", o.stuck, "stop with a diagnosis when no job changed phase for this long (real time)")
+	return cmd
+}
+
+func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) error {
+	if !slices.Contains(policies.Names(), o.policy) {
+		return fmt.Errorf("unknown policy %q (registered: %s)", o.policy, strings.Join(policies.Names(), ", "))
+	}
+	size, err := traces.ParseCluster(o.cluster)
+	if err != nil {
+		return err
+	}
+	jobs, meta, err := loadJobs(o.simulateOptions, size)
+	if err != nil {
+		return err
+	}
+	if jobs, err = selectJobs(jobs, o.window, o.jobs); err != nil {
+		return err
+	}
+	gpus := int32(size.GPUs())
+
+	// 1. The cluster.
+	kubeconfig := o.target
+	var opts cluster.Options
+	local := o.target == "local"
+	if local {
+		opts = cluster.DefaultOptions("")
+		opts.Name, opts.Log = o.name, stderr
+		for _, p := range size.Pools {
+			model := p.GPUModel
+			if model == "" {
+				model = "A100"
+			}
+			opts.Pools = append(opts.Pools, cluster.Pool{Nodes: p.Count, GPUsPerNode: int(p.GPUs), Model: model})
+		}
+		opts.PickyMan = &cluster.PickyMan{Config: replay.OperatorConfig(o.policy, jobs, o.timeScale), TimeScale: o.timeScale, Seed: o.seed}
+		if err := cluster.Down(ctx, opts); err != nil {
+			return fmt.Errorf("clear cluster %s: %w", o.name, err)
+		}
+		info, err := cluster.Up(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if !o.keep {
+			defer func() {
+				if err := cluster.Down(context.Background(), opts); err != nil {
+					fmt.Fprintf(stderr, "taking cluster %s down: %v\n", o.name, err)
+				}
+			}()
+		}
+		kubeconfig = info.Kubeconfig
+	}
+	clients, err := cluster.NewClients(kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kftraining.AddToScheme, pickymanv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	c, err := client.New(clients.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+
+	// 2. The replay.
+	ro := replay.Options{Jobs: jobs, Name: o.name, Policy: o.policy, GPUs: gpus, TimeScale: o.timeScale,
+		Namespace: "replay-" + time.Now().UTC().Format("20060102-150405"), Stuck: o.stuck, Progress: stderr}
+	if local {
+		ro.Components = func() string { return componentState(opts) }
+	}
+	fmt.Fprintf(stderr, "replaying %d jobs on %s under %s at time scale %g\n", len(jobs), size, o.policy, o.timeScale)
+	run, err := replay.Run(ctx, replay.Clients{Client: c, Kube: clients.Kube}, ro)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "replay finished in %v of wall time\n", run.Wall.Round(time.Second))
+	runs := []*metrics.Run{run}
+
+	// 3. The simulator on the same jobs.
+	if o.compare {
+		cfg := sim.DefaultConfig()
+		cfg.Seed = o.seed
+		factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
+		cmp, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
+		if err != nil {
+			return err
+		}
+		simRuns, err := cmp.Run(ctx)
+		if err != nil {
+			return err
+		}
+		simRuns[0].Policy = o.policy + " (simulator)"
+		runs = append(simRuns, run)
+	}
+	meta.Cluster, meta.Seed, meta.GPUs = size.String(), o.seed, gpus
+	res, err := report.Write(o.out, meta, runs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, res.Table())
+	if o.compare {
+		fid := Fidelity(metrics.Summarize(runs[0]), metrics.Summarize(run), o.timeScale, run.Wall)
+		if err := os.WriteFile(filepath.Join(o.out, "fidelity.md"), []byte(fid), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, fid)
+	}
+	fmt.Fprintf(stderr, "wrote %s/results.json, jobs.csv, report.html and fidelity.md\n", o.out)
+	return nil
+}
+
+// Fidelity is the side-by-side of the simulator's and the cluster's summaries.
+func Fidelity(simS, clusterS metrics.Summary, scale float64, wall time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| metric | simulator | cluster | difference |\n|---|---|---|---|\n")
+	row := func(name string, s, c float64) {
+		d := math.NaN()
+		if s != 0 {
+			d = (c - s) / s * 100
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %+.1f%% |\n", name, s, c, d)
+	}
+	row("mean JCT (s)", simS.JCT.Mean, clusterS.JCT.Mean)
+	row("mean wait (s)", simS.Wait.Mean, clusterS.Wait.Mean)
+	row("mean queueing (s)", simS.Queueing.Mean, clusterS.Queueing.Mean)
+	row("p99 wait (s)", simS.Wait.P99, clusterS.Wait.P99)
+	row("makespan (s)", simS.Makespan, clusterS.Makespan)
+	row("preemptions", float64(simS.Preemptions), float64(clusterS.Preemptions))
+	fmt.Fprintf(&b, "\ntime scale %g; cluster replay wall time %v\n", scale, wall.Round(time.Second))
+	return b.String()
+}
+
+// componentState says which of the local cluster's components run, and where their logs are.
+func componentState(o cluster.Options) string {
+	var b strings.Builder
+	b.WriteString("components:\n")
+	pids := o.ClusterPids()
+	for _, c := range []string{cluster.ComponentOperator, cluster.ComponentAgent, "training-operator", "kube-apiserver", "kwok-controller"} {
+		state := "NOT RUNNING"
+		if pid := pids[c]; pid > 0 {
+			state = fmt.Sprintf("running (pid %d)", pid)
+		}
+		fmt.Fprintf(&b, "  %-18s %s\n", c, state)
+	}
+	fmt.Fprintf(&b, "logs: %s/*.log and %s/logs/\n", o.Workdir(), o.Workdir())
+	return b.String()
+}

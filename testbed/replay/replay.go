@@ -1,0 +1,345 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/testbed/metrics"
+	"github.com/pickyman/pickyman/traces"
+)
+
+// Options configure one replay.
+type Options struct {
+	// Jobs are the trace's jobs, their Submit offsets from the replay's start.
+	Jobs []traces.Job
+	// Name labels the jobs (LabelReplay) and the run (Policy + " (cluster)").
+	Name   string
+	Policy string
+	// GPUs is the cluster's GPU count (for utilization).
+	GPUs int32
+	// TimeScale is trace seconds per real second (the agent's --time-scale).
+	TimeScale float64
+	// Namespace receives the jobs; it is created if missing.
+	Namespace string
+	// Stuck is how long (real time) the replay waits with every job submitted and no job
+	// changing phase before it stops with a diagnosis (default 3 minutes).
+	Stuck time.Duration
+	// Components, if set, describes the state of the cluster's components for a diagnosis.
+	Components func() string
+	// Progress receives a progress line every few seconds (nil: none).
+	Progress io.Writer
+}
+
+// Clients are what the replay talks to the cluster with (an uncached client).
+type Clients struct {
+	Client client.Client
+	Kube   kubernetes.Interface
+}
+
+// StuckError is a replay that stopped making progress.
+type StuckError struct {
+	Since   time.Duration
+	Pending []string
+	State   string
+}
+
+func (e *StuckError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "replay stuck: no job changed phase for %v; %d jobs not finished:\n", e.Since.Round(time.Second), len(e.Pending))
+	for i, p := range e.Pending {
+		if i == 20 {
+			fmt.Fprintf(&b, "  ... and %d more\n", len(e.Pending)-20)
+			break
+		}
+		b.WriteString("  " + p + "\n")
+	}
+	if e.State != "" {
+		b.WriteString(e.State)
+	}
+	return b.String()
+}
+
+// Run replays the jobs and returns what the cluster did, in trace time.
+func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
+	if o.TimeScale <= 0 {
+		return nil, errors.New("replay: time scale must be positive")
+	}
+	if o.Stuck <= 0 {
+		o.Stuck = 3 * time.Minute
+	}
+	jobs := append([]traces.Job(nil), o.Jobs...)
+	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Submit < jobs[b].Submit })
+	built := make([]client.Object, len(jobs))
+	for i, j := range jobs {
+		pj, err := BuildJob(j, JobName(i), o.Namespace, o.Name)
+		if err != nil {
+			return nil, err
+		}
+		built[i] = pj
+	}
+	if err := prepare(ctx, c, o, jobs); err != nil {
+		return nil, err
+	}
+
+	// 1. Submit at the scaled arrival times.
+	start := time.Now()
+	toReal := func(d time.Duration) time.Duration { return time.Duration(float64(d) / o.TimeScale) }
+	submitted := make([]time.Time, len(jobs))
+	var (
+		mu        sync.Mutex
+		nSubmit   int
+		submitErr error
+	)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, j := range jobs {
+			if d := time.Until(start.Add(toReal(j.Submit))); d > 0 {
+				select {
+				case <-sctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
+			now := time.Now()
+			if err := c.Client.Create(sctx, built[i]); err != nil && !apierrors.IsAlreadyExists(err) {
+				mu.Lock()
+				submitErr = fmt.Errorf("submit trace job %s as %s/%s: %w", j.ID, o.Namespace, JobName(i), err)
+				mu.Unlock()
+				return
+			}
+			mu.Lock()
+			submitted[i], nSubmit = now, nSubmit+1
+			mu.Unlock()
+		}
+	}()
+
+	// 2. Follow until every job finished.
+	lastChange, lastKey := time.Now(), ""
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		mu.Lock()
+		n, serr := nSubmit, submitErr
+		mu.Unlock()
+		if serr != nil {
+			return nil, serr
+		}
+		var list pickymanv1.AllocationList
+		if err := c.Client.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
+			return nil, fmt.Errorf("list Allocations: %w", err)
+		}
+		count := map[pickymanv1.AllocationPhase]int{}
+		for _, a := range list.Items {
+			count[a.Status.Phase]++
+		}
+		key := fmt.Sprint(n, count)
+		if key != lastKey {
+			lastKey, lastChange = key, time.Now()
+		}
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "replay %s: %d/%d submitted, %d queued, %d running, %d preempting, %d finished; trace time %v\n",
+				o.Name, n, len(jobs), count[pickymanv1.AllocationQueued]+count[""], count[pickymanv1.AllocationAdmitted],
+				count[pickymanv1.AllocationPreempting]+count[pickymanv1.AllocationSuspended], count[pickymanv1.AllocationFinished],
+				(time.Duration(float64(time.Since(start)) * o.TimeScale)).Round(time.Minute))
+		}
+		if n == len(jobs) && count[pickymanv1.AllocationFinished] == len(jobs) {
+			break
+		}
+		if n == len(jobs) && time.Since(lastChange) > o.Stuck {
+			return nil, stuck(list.Items, time.Since(lastChange), o)
+		}
+	}
+	<-done
+	wall := time.Since(start)
+
+	// 3. Read the timelines back.
+	run, err := timelines(ctx, c, o, jobs, submitted, start)
+	if err != nil {
+		return nil, err
+	}
+	run.Wall = wall
+	return run, nil
+}
+
+// prepare creates the namespace and the priority classes.
+func prepare(ctx context.Context, c Clients, o Options, jobs []traces.Job) error {
+	if _, err := c.Kube.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}
+		if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %s: %w", o.Namespace, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("namespace %s: %w", o.Namespace, err)
+	}
+	for _, pc := range PriorityClasses(jobs) {
+		if _, err := c.Kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("priority class %s: %w", pc.Name, err)
+		}
+	}
+	return nil
+}
+
+// stuck diagnoses a replay that stopped: every unfinished job with its phase and since
+// when, and the components' state.
+func stuck(items []pickymanv1.Allocation, since time.Duration, o Options) error {
+	e := &StuckError{Since: since}
+	for _, a := range items {
+		if a.Status.Phase == pickymanv1.AllocationFinished {
+			continue
+		}
+		when := a.CreationTimestamp.Time
+		if c := meta.FindStatusCondition(a.Status.Conditions, string(a.Status.Phase)); c != nil {
+			when = c.LastTransitionTime.Time
+		}
+		phase := string(a.Status.Phase)
+		if phase == "" {
+			phase = "not yet queued"
+		}
+		e.Pending = append(e.Pending, fmt.Sprintf("%s/%s (trace job %s): %s since %s", a.Namespace, a.Spec.Job.Name,
+			a.Spec.Job.Name, phase, when.Format(time.RFC3339)))
+	}
+	sort.Strings(e.Pending)
+	if o.Components != nil {
+		e.State = o.Components()
+	}
+	return e
+}
+
+// occurrence is one operator event of a job at a real time.
+type occurrence struct {
+	reason string
+	at     time.Time
+}
+
+// timelines builds the run from the operator's events (events.k8s.io, microsecond times) and
+// the Allocations.
+func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, submitted []time.Time, start time.Time) (*metrics.Run, error) {
+	evs, err := c.Kube.EventsV1().Events(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	byJob := map[string][]occurrence{}
+	for i := range evs.Items {
+		ev := &evs.Items[i]
+		if ev.Regarding.Kind != "PyTorchJob" {
+			continue
+		}
+		for _, t := range eventTimes(ev) {
+			byJob[ev.Regarding.Name] = append(byJob[ev.Regarding.Name], occurrence{ev.Reason, t})
+		}
+	}
+	var list pickymanv1.AllocationList
+	if err := c.Client.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
+		return nil, fmt.Errorf("list Allocations: %w", err)
+	}
+	allocs := map[string]*pickymanv1.Allocation{}
+	for i := range list.Items {
+		allocs[list.Items[i].Spec.Job.Name] = &list.Items[i]
+	}
+	trace := func(t time.Time) time.Duration { return time.Duration(float64(t.Sub(start)) * o.TimeScale) }
+	run := &metrics.Run{Policy: o.Policy + " (cluster)", GPUs: o.GPUs}
+	type change struct {
+		at             time.Duration
+		gpus, queueing int
+	}
+	var changes []change
+	var missing []string
+	for i, j := range jobs {
+		name := JobName(i)
+		occ := byJob[name]
+		sort.Slice(occ, func(a, b int) bool { return occ[a].at.Before(occ[b].at) })
+		rec := metrics.JobRecord{ID: j.ID, GPUs: j.GPUs, Submit: trace(submitted[i]), Service: j.Duration}
+		var startAt time.Time
+		holding, started, finished := false, false, false
+		changes = append(changes, change{rec.Submit, 0, 1})
+		for _, e := range occ {
+			switch e.reason {
+			case "Started":
+				if !started {
+					rec.FirstStart, started = trace(e.at), true
+				}
+				if !holding {
+					startAt, holding = e.at, true
+					changes = append(changes, change{trace(e.at), int(j.GPUs), -1})
+				}
+			case "Suspended":
+				if holding {
+					rec.Held += trace(e.at) - trace(startAt)
+					holding = false
+					changes = append(changes, change{trace(e.at), -int(j.GPUs), 1})
+				}
+			case "Finished":
+				rec.Finish = trace(e.at)
+				if holding {
+					rec.Held += trace(e.at) - trace(startAt)
+					holding = false
+					changes = append(changes, change{trace(e.at), -int(j.GPUs), 0})
+				}
+				finished = true
+			}
+		}
+		if a := allocs[name]; a != nil {
+			rec.Preemptions = a.Status.Preemptions
+		}
+		if !finished || !started {
+			missing = append(missing, name)
+			continue
+		}
+		run.Jobs = append(run.Jobs, rec)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("no Started or Finished event for %d jobs (first: %s): the API server may have dropped events", len(missing), missing[0])
+	}
+	sort.SliceStable(changes, func(a, b int) bool { return changes[a].at < changes[b].at })
+	series := metrics.NewSeries(o.GPUs, 400, time.Minute)
+	var gpus, queued int
+	var end time.Duration
+	for _, ch := range changes {
+		gpus += ch.gpus
+		queued += ch.queueing
+		series.Record(ch.at, int32(gpus), queued)
+		end = ch.at
+	}
+	run.Series = series.Points(end)
+	return run, nil
+}
+
+// eventTimes returns when an event happened: its event time, and the last observed time of
+// its series if the API server merged repeats into one.
+func eventTimes(ev *eventsv1.Event) []time.Time {
+	t := ev.EventTime.Time
+	if t.IsZero() {
+		t = ev.DeprecatedFirstTimestamp.Time
+	}
+	if t.IsZero() {
+		t = ev.CreationTimestamp.Time
+	}
+	out := []time.Time{t}
+	if ev.Series != nil && ev.Series.Count > 1 {
+		out = append(out, ev.Series.LastObservedTime.Time)
+	}
+	return out
+}
