@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,34 +20,61 @@ import (
 // decision whose Allocation changed since the snapshot fails on its resourceVersion and is
 // skipped; the next cycle decides again on fresh state.
 func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, d sched.Decisions) error {
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
 	keep := func(err error) {
 		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			mu.Lock()
 			errs = append(errs, err)
+			mu.Unlock()
 		}
+	}
+	// Each step's writes touch different Allocations and jobs, so they go out concurrently
+	// (actWorkers at a time): a cycle that starts hundreds of jobs is not paced by the API
+	// server's latency. The steps stay in order.
+	parallel := func(n int, f func(i int)) {
+		sem := make(chan struct{}, actWorkers)
+		var wg sync.WaitGroup
+		for i := range n {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				f(i)
+			})
+		}
+		wg.Wait()
 	}
 	// Reservations first: GPUs a victim frees are held for the job they were freed for
 	// before any victim is asked to free them, so a crash between the writes never leaves
 	// victims suspending for a job that holds nothing.
 	reserved := map[string]bool{}
 	for _, r := range d.Reservations {
+		reserved[r.JobID] = true
+	}
+	parallel(len(d.Reservations), func(i int) {
+		r := d.Reservations[i]
 		if a := allocs[r.JobID]; a != nil {
-			reserved[r.JobID] = true
 			keep(s.reserve(ctx, a, r.Placement))
 		}
-	}
-	for _, p := range d.Preemptions {
+	})
+	parallel(len(d.Preemptions), func(i int) {
+		p := d.Preemptions[i]
 		if a := allocs[p.JobID]; a != nil {
 			keep(s.preempt(ctx, a, p))
 		}
-	}
+	})
 	started := map[string]bool{}
 	for _, st := range d.Starts {
+		started[st.JobID] = true
+	}
+	parallel(len(d.Starts), func(i int) {
+		st := d.Starts[i]
 		if a := allocs[st.JobID]; a != nil {
-			started[st.JobID] = true
 			keep(s.start(ctx, a, st.Placement))
 		}
-	}
+	})
 	for id, a := range allocs {
 		if !reserved[id] && !started[id] {
 			keep(s.clearExpired(ctx, a))
@@ -54,6 +82,9 @@ func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[st
 	}
 	return errors.Join(errs...)
 }
+
+// actWorkers bounds the concurrent writes of one step of act.
+const actWorkers = 8
 
 // expireReservations clears reservations past their timeout when a cycle decided nothing.
 func (s *Scheduler) expireReservations(ctx context.Context, _ *sched.Snapshot, allocs map[string]*v1alpha1.Allocation) error {

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"sort"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,7 +46,10 @@ func TestActReservesBeforePreempting(t *testing.T) {
 		return a
 	}
 	objs := []client.Object{alloc("v1", v1alpha1.AllocationAdmitted, "n"), alloc("v2", v1alpha1.AllocationAdmitted, "n"), alloc("q", v1alpha1.AllocationQueued, "")}
-	var writes []string
+	var (
+		mu     sync.Mutex
+		writes []string
+	)
 	base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
 	c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
@@ -53,7 +58,9 @@ func TestActReservesBeforePreempting(t *testing.T) {
 			if len(a.Status.Reserved) > 0 {
 				what += "+reserved"
 			}
+			mu.Lock()
 			writes = append(writes, a.Name+":"+what)
+			mu.Unlock()
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
@@ -75,6 +82,10 @@ func TestActReservesBeforePreempting(t *testing.T) {
 	}
 	if err := sc.act(context.Background(), &sched.Snapshot{Now: utiltesting.Epoch}, allocs, d); err != nil {
 		t.Fatal(err)
+	}
+	// The preemptions go out concurrently, after the reservation.
+	if len(writes) > 1 {
+		sort.Strings(writes[1:])
 	}
 	want := []string{"q:Queued+reserved", "v1:Preempting", "v2:Preempting"}
 	if diff := cmp.Diff(want, writes); diff != "" {
