@@ -45,12 +45,17 @@ func OperatorConfig(policy string, jobs []traces.Job, timeScale float64) *config
 }
 
 // ScaledParams are the policy's time constants, from their trace-time defaults, in real time.
+// (Aging is a rate, seconds per second, and needs no scaling.)
 func ScaledParams(policy string, timeScale float64) map[string]string {
 	real := func(d time.Duration) string { return time.Duration(float64(d) / timeScale).String() }
 	switch {
 	case strings.HasPrefix(policy, pickyman.Name):
 		o := pickyman.DefaultOptions()
-		return map[string]string{"unknown": real(o.Unknown), "refresh": real(o.Refresh)}
+		params := map[string]string{"unknown": real(o.Unknown), "refresh": real(o.Refresh)}
+		if o.Promote > 0 {
+			params["promote"] = real(o.Promote)
+		}
+		return params
 	case policy == tiresias.Name:
 		var th []string
 		for _, d := range tiresias.DefaultThresholds {
