@@ -93,7 +93,10 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		LeaderElection:          m.LeaderElection,
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: m.LeaderElectionNamespace,
-		Metrics:                 metricsserver.Options{BindAddress: m.MetricsBindAddress},
+		// A graceful shutdown hands the lease over at once (the binary exits right after the
+		// manager stops, which is what makes this safe); a crash still waits for it to expire.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: m.MetricsBindAddress},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAlloc)},
 		}},

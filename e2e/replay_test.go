@@ -1,0 +1,107 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
+	"github.com/pickyman/pickyman/e2e/util"
+	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+	"github.com/pickyman/pickyman/testbed/cluster"
+	"github.com/pickyman/pickyman/testbed/metrics"
+	"github.com/pickyman/pickyman/testbed/replay"
+	"github.com/pickyman/pickyman/testbed/sim"
+	"github.com/pickyman/pickyman/traces"
+)
+
+// A short trace replayed on the cluster under each policy: the operator is restarted with the
+// policy's replay configuration, the jobs run on three nodes of their own GPU model, every job
+// finishes, and the cluster's timeline read back from the API server is close to the
+// simulator's on the same jobs.
+var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", "pickyman", "replay"), func() {
+	const (
+		model       = "T4" // no other spec uses this GPU model
+		nodes       = 3
+		gpusPerNode = 8
+	)
+	var jobs []traces.Job
+
+	ginkgo.BeforeAll(func(ctx context.Context) {
+		requirePickyMan()
+		built := cluster.BuildNodes([]cluster.Pool{{Name: "e2e-t4-" + suite.runID, Nodes: nodes, GPUsPerNode: gpusPerNode, Model: model}})
+		var names []string
+		for _, n := range built {
+			names = append(names, n.Name)
+		}
+		_, err := suite.clients.EnsureNodes(ctx, built)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		gomega.Expect(suite.clients.WaitNodesReady(ctx, names, util.Timeout)).To(gomega.Succeed())
+		// Twelve jobs, one a trace minute (a real second), of 4 to 16 GPUs and 6 to 16 trace
+		// minutes: more than the 24 GPUs can run at once.
+		shapes := [][2]int32{{1, 8}, {1, 4}, {2, 8}, {1, 8}, {1, 4}, {1, 8}, {2, 4}, {1, 8}, {1, 4}, {2, 8}, {1, 8}, {1, 4}}
+		for i, s := range shapes {
+			epochs := int32(3 + i%3*2)
+			jobs = append(jobs, traces.Job{ID: fmt.Sprintf("e2e-%d", i), Submit: time.Duration(i) * time.Minute,
+				Workers: s[0], GPUsPerWorker: s[1], GPUs: s[0] * s[1], GPUModel: model, Model: "resnet50",
+				Epochs: epochs, EpochTime: 2 * time.Minute, Duration: time.Duration(epochs) * 2 * time.Minute,
+				DatasetBytes: 10e9, CheckpointBytes: 1e9})
+		}
+	})
+
+	ginkgo.AfterAll(func(ctx context.Context) {
+		if suite.opts.PickyMan == nil {
+			return
+		}
+		ginkgo.By("restoring the suite's operator configuration")
+		suite.opts.PickyMan.Config = operatorConfig()
+		gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, false)).To(gomega.Succeed())
+		gomega.Expect(suite.opts.StartOperator(ctx, suite.clients)).To(gomega.Succeed())
+	})
+
+	for _, policy := range []string{"fifo", "tiresias", "pickyman"} {
+		ginkgo.It("replays the trace under "+policy+" and reads every job's timeline back", func(ctx context.Context) {
+			ginkgo.By("restarting the operator with the " + policy + " replay configuration")
+			conf := replay.OperatorConfig(policy, jobs, timeScale)
+			suite.opts.PickyMan.Config = conf
+			gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, false)).To(gomega.Succeed())
+			gomega.Expect(suite.opts.StartOperator(ctx, suite.clients)).To(gomega.Succeed())
+
+			ginkgo.By("replaying")
+			run, err := replay.Run(ctx, replay.Clients{Client: suite.client, Kube: suite.clients.Kube}, replay.Options{
+				Jobs: jobs, Name: "e2e", Policy: policy, GPUs: nodes * gpusPerNode, TimeScale: timeScale,
+				Namespace: fmt.Sprintf("e2e-replay-%s-%s", policy, suite.runID), Stuck: 2 * time.Minute,
+				Components: func() string { return fmt.Sprint(suite.opts.ClusterPids()) }, Progress: ginkgo.GinkgoWriter,
+			})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			gomega.Expect(run.Jobs).To(gomega.HaveLen(len(jobs)))
+			for _, r := range run.Jobs {
+				gomega.Expect(r.FirstStart).To(gomega.BeNumerically(">=", r.Submit-time.Minute), "job %s", r.ID)
+				gomega.Expect(r.Finish).To(gomega.BeNumerically(">", r.FirstStart), "job %s", r.ID)
+				gomega.Expect(r.Held).To(gomega.BeNumerically(">=", r.Service), "job %s held its GPUs less than its service time", r.ID)
+			}
+
+			ginkgo.By("comparing with the simulator on the same jobs")
+			cfg := sim.DefaultConfig()
+			cmp, err := sim.NewComparison(traces.Cluster{Pools: []traces.NodePool{{Count: nodes, GPUs: gpusPerNode, GPUModel: model}}},
+				jobs, []string{policy}, func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }, cfg)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			simRuns, err := cmp.Run(ctx)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			s, c := metrics.Summarize(simRuns[0]), metrics.Summarize(run)
+			line := fmt.Sprintf("replay %s: mean JCT simulator %.0f s, cluster %.0f s (%+.1f%%); mean wait %.0f s vs %.0f s; makespan %.0f s vs %.0f s; replay wall %v",
+				policy, s.JCT.Mean, c.JCT.Mean, (c.JCT.Mean-s.JCT.Mean)/s.JCT.Mean*100, s.Wait.Mean, c.Wait.Mean, s.Makespan, c.Makespan, run.Wall.Round(time.Second))
+			ginkgo.AddReportEntry("replay "+policy, line)
+			fmt.Fprintln(ginkgo.GinkgoWriter, line)
+			// A short trace on a loaded machine: a generous bound that still catches a replay
+			// whose timeline is read wrong (a unit or scale error is off by far more).
+			gomega.Expect(math.Abs(c.JCT.Mean-s.JCT.Mean)/s.JCT.Mean).To(gomega.BeNumerically("<", 0.5), line)
+		}, ginkgo.SpecTimeout(6*time.Minute))
+	}
+})
