@@ -1,22 +1,27 @@
 package sched
 
+import "sync"
+
 // Index gives a policy the views of a Snapshot it needs at every cycle: jobs by phase (in
 // snapshot order), jobs by ID, and which suspending jobs free GPUs for which queued job.
-// Building one is O(jobs). An Index is read-only; it does not copy the jobs.
+// Building one is O(jobs); the map by ID is built on the first Job call, since most cycles
+// never look a job up by ID. An Index is read-only and safe for concurrent use; it does not
+// copy the jobs.
 type Index struct {
 	Queued     []*Job
 	Running    []*Job
 	Suspending []*Job
 
+	jobs       []*Job
+	byIDOnce   sync.Once
 	byID       map[string]*Job
 	freeingFor map[string][]*Job
 }
 
 // NewIndex indexes the jobs of s.
 func NewIndex(s *Snapshot) *Index {
-	ix := &Index{byID: make(map[string]*Job, len(s.Jobs))}
+	ix := &Index{jobs: s.Jobs}
 	for _, j := range s.Jobs {
-		ix.byID[j.ID] = j
 		switch j.Phase {
 		case Queued:
 			ix.Queued = append(ix.Queued, j)
@@ -36,7 +41,15 @@ func NewIndex(s *Snapshot) *Index {
 }
 
 // Job returns the job with the given ID, or nil.
-func (ix *Index) Job(id string) *Job { return ix.byID[id] }
+func (ix *Index) Job(id string) *Job {
+	ix.byIDOnce.Do(func() {
+		ix.byID = make(map[string]*Job, len(ix.jobs))
+		for _, j := range ix.jobs {
+			ix.byID[j.ID] = j
+		}
+	})
+	return ix.byID[id]
+}
 
 // FreeingFor lists the suspending jobs whose GPUs are being freed for the queued job id.
 func (ix *Index) FreeingFor(id string) []*Job { return ix.freeingFor[id] }
