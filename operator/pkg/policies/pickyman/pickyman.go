@@ -190,8 +190,13 @@ func (c *cycle) order(queued []*sched.Job) []waiting {
 // reservation (which Admit gives back to it). A cheap test before Admit.
 func (c *cycle) mayStart(j *sched.Job) bool {
 	free := c.plan.View.FreeGPUs(j.GPUModel)
-	if h := c.plan.View.Hold(j.ID); len(h) > 0 {
-		free += int64(sched.PlacementGPUs(h))
+	if free >= int64(j.GPUs()) {
+		return true
+	}
+	// Only a job with a reservation holds GPUs when this test runs: the holds a cycle adds
+	// are for jobs earlier in the queue order.
+	if len(j.Reserved) > 0 {
+		free += int64(sched.PlacementGPUs(c.plan.View.Hold(j.ID)))
 	}
 	return free >= int64(j.GPUs())
 }
