@@ -1,7 +1,7 @@
 # The PickyMan policy: its results table and benchmark (docs/policy.md).
 
 POLICY_OUT     ?= out/policy
-POLICY_BENCH   ?= 20x
+POLICY_BENCH   ?= 200x
 POLICY_PKGS    := ./operator/pkg/predictor/... ./operator/pkg/overhead/... ./operator/pkg/profile/... ./operator/pkg/policies/pickyman/...
 
 ##@ Policy
@@ -41,8 +41,8 @@ results-policy: build ## Every policy and ablation on the traces of docs/policy.
 	$(GO) run ./operator/pkg/policies/pickyman/internal/restable -openb $(OPENB)/v2023_openb_pod_list_default.csv $(POLICY_OUT)/openb-4x8 >> $(POLICY_OUT)/tables.md
 	$(MAKE) --no-print-directory bench-policy accuracy-policy
 
-# The settings compared in docs/policy.md ("Settings compared"): the defaults, the previous
-# defaults (strict classes, aging 0.5) and the queue-aware natural wait, next to tiresias,
+# The settings compared in docs/policy.md ("Settings compared"): the defaults, strict classes
+# with aging 0.5 (promote=0;aging=0.5) and the queue-aware natural wait, next to tiresias,
 # over three seeds (the full philly.csv over one: it takes minutes per variant).
 SWEEP_VARIANTS ?= pickyman pickyman|promote=0;aging=0.5 pickyman|queuewait=true tiresias
 SWEEP_SEEDS    ?= 1,2,3
