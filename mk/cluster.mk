@@ -101,15 +101,15 @@ E2E_LABELS ?= !scale
 
 .PHONY: test-cluster
 test-cluster: tools build ## Run the e2e suites on a local testbed cluster that the suite brings up and down.
-	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 30m -tags e2e ./e2e/... -args -ginkgo.label-filter='$(E2E_LABELS)' $(E2E_FLAGS)
+	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 30m -tags e2e ./e2e -args -ginkgo.label-filter='$(E2E_LABELS)' $(E2E_FLAGS)
 
 .PHONY: e2e
 e2e: ## Run the e2e suites against the current kubeconfig (KUBECONFIG or ~/.kube/config).
-	$(GO) test -v -count=1 -timeout 30m -tags e2e ./e2e/... -args -kubeconfig=$${KUBECONFIG:-$$HOME/.kube/config} -ginkgo.label-filter='$(E2E_LABELS)' $(E2E_FLAGS)
+	$(GO) test -v -count=1 -timeout 30m -tags e2e ./e2e -args -kubeconfig=$${KUBECONFIG:-$$HOME/.kube/config} -ginkgo.label-filter='$(E2E_LABELS)' $(E2E_FLAGS)
 
 .PHONY: scale-cluster
 scale-cluster: tools build ## Measure the operator and testbed agent on 1,000 fake nodes with 5,000 jobs (PICKYMAN_SCALE_NODES/JOBS); figures in out/scale.txt.
-	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 70m -tags e2e ./e2e/... -args -ginkgo.label-filter=scale $(E2E_FLAGS)
+	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 70m -tags e2e ./e2e -args -ginkgo.label-filter=scale $(E2E_FLAGS)
 
 TEST_TARGETS += test-envtest test-cluster
 
