@@ -73,54 +73,35 @@ const SimEpochTimeAnnotation = "pickyman.dev/sim-epoch-time"
 
 // PodAck returns the checkpoint acknowledgement on a pod, if any.
 func PodAck(p *corev1.Pod) (*protocol.CheckpointAck, error) {
-	v, ok := p.Annotations[protocol.AnnotationCheckpointAck]
-	if !ok {
-		return nil, nil
-	}
-	var a protocol.CheckpointAck
-	if err := json.Unmarshal([]byte(v), &a); err != nil {
-		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, protocol.AnnotationCheckpointAck, err)
-	}
-	return &a, nil
+	return podAnnotation[protocol.CheckpointAck](p, protocol.AnnotationCheckpointAck)
 }
 
 // PodRequest returns the checkpoint request on a pod, if any.
 func PodRequest(p *corev1.Pod) (*protocol.CheckpointRequest, error) {
-	v, ok := p.Annotations[protocol.AnnotationCheckpointRequest]
-	if !ok {
-		return nil, nil
-	}
-	var r protocol.CheckpointRequest
-	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, protocol.AnnotationCheckpointRequest, err)
-	}
-	return &r, nil
+	return podAnnotation[protocol.CheckpointRequest](p, protocol.AnnotationCheckpointRequest)
 }
 
 // PodProgress returns the training progress the agent reported on a pod, if any.
 func PodProgress(p *corev1.Pod) (*protocol.Progress, error) {
-	v, ok := p.Annotations[protocol.AnnotationProgress]
-	if !ok {
-		return nil, nil
-	}
-	var pr protocol.Progress
-	if err := json.Unmarshal([]byte(v), &pr); err != nil {
-		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, protocol.AnnotationProgress, err)
-	}
-	return &pr, nil
+	return podAnnotation[protocol.Progress](p, protocol.AnnotationProgress)
 }
 
 // PodResume returns the resume point on a pod, if any.
 func PodResume(p *corev1.Pod) (*protocol.ResumePoint, error) {
-	v, ok := p.Annotations[protocol.AnnotationResumeFrom]
+	return podAnnotation[protocol.ResumePoint](p, protocol.AnnotationResumeFrom)
+}
+
+// podAnnotation decodes the JSON value of a pod annotation; nil if the pod has none.
+func podAnnotation[T any](p *corev1.Pod, key string) (*T, error) {
+	v, ok := p.Annotations[key]
 	if !ok {
 		return nil, nil
 	}
-	var r protocol.ResumePoint
-	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, protocol.AnnotationResumeFrom, err)
+	out := new(T)
+	if err := json.Unmarshal([]byte(v), out); err != nil {
+		return nil, fmt.Errorf("pod %s: %s: %w", p.Name, key, err)
 	}
-	return &r, nil
+	return out, nil
 }
 
 // GPUWatcher watches every pod and Allocation and records each moment a node is promised

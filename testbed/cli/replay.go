@@ -66,15 +66,10 @@ func newReplayCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.target, "cluster", o.target, "local (bring up the testbed cluster) or the path of a kubeconfig whose cluster runs PickyMan")
-	f.StringVar(&o.cluster, "nodes", o.cluster, "the local cluster's nodes: NODESxGPUS[:MODEL] pools joined by ',' (as simulate's --cluster)")
+	o.bindTraceFlags(f, "nodes", "the local cluster's nodes: NODESxGPUS[:MODEL] pools joined by ',' (as simulate's --cluster)",
+		"directory for results.json, jobs.csv, report.html and fidelity.md")
 	f.StringVar(&o.name, "name", o.name, "name of the local cluster (brought up fresh and taken down after)")
-	f.StringVar(&o.trace, "trace", o.trace, "trace file; empty: the generated default trace")
-	f.StringVar(&o.format, "format", o.format, "trace format ("+traces.FormatNames()+"); empty detects it")
 	f.StringVar(&o.policy, "policy", o.policy, "the operator's policy ("+strings.Join(policies.Names(), ",")+")")
-	f.Int64Var(&o.seed, "seed", o.seed, "seed for synthesized trace fields and the agent's and simulator's noise")
-	f.StringVar(&o.out, "out", o.out, "directory for results.json, jobs.csv, report.html and fidelity.md")
-	f.StringVar(&o.window, "window", o.window, "FROM:TO: only jobs submitted in [FROM, TO), shifted to start at 0")
-	f.IntVar(&o.jobs, "jobs", o.jobs, "only the first N jobs in submit order (0: all)")
 	f.Float64Var(&o.timeScale, "time-scale", o.timeScale, "trace seconds per real second")
 	f.BoolVar(&o.keep, "keep-cluster", o.keep, "leave the local cluster up afterwards")
 	f.BoolVar(&o.compare, "compare", o.compare, "also simulate the same jobs and write the side-by-side")

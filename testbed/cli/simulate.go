@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pickyman/pickyman/operator/pkg/policies"
@@ -56,19 +57,26 @@ func newSimulateCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.trace, "trace", o.trace, "trace file; empty uses the generated default trace")
-	f.StringVar(&o.format, "format", o.format, "trace format ("+traces.FormatNames()+"); empty detects it")
-	f.StringVar(&o.cluster, "cluster", o.cluster, "cluster: NODESxGPUS[:MODEL] pools joined by ',', or a cluster file")
+	o.bindTraceFlags(f, "cluster", "cluster: NODESxGPUS[:MODEL] pools joined by ',', or a cluster file",
+		"directory for results.json, jobs.csv and report.html")
 	f.StringVar(&o.policies, "policies", o.policies, "comma-separated policies; empty runs every registered one ("+strings.Join(policies.Names(), ",")+")")
-	f.Int64Var(&o.seed, "seed", o.seed, "seed for synthesized trace fields, the generated trace and overhead noise")
-	f.StringVar(&o.out, "out", o.out, "directory for results.json, jobs.csv and report.html")
 	f.BoolVar(&o.check, "check", o.check, "check invariants at every cycle (slower)")
 	f.BoolVar(&o.ideal, "ideal", o.ideal, "free preemption and no start cost, as most research simulators assume")
-	f.StringVar(&o.window, "window", o.window, "FROM:TO: only jobs submitted in [FROM, TO) (durations like 24h or seconds), shifted to start at 0")
-	f.IntVar(&o.jobs, "jobs", o.jobs, "only the first N jobs in submit order (0: all)")
 	f.DurationVar(&o.tick, "tick", o.tick, "scheduling interval while jobs wait")
 	f.Float64Var(&o.noise, "noise", o.noise, "sigma of the per-job lognormal noise on overheads and traffic (0: none)")
 	return cmd
+}
+
+// bindTraceFlags registers the flags that pick the jobs, the cluster (under clusterFlag), the
+// seed and the output directory; simulate and replay share them.
+func (o *simulateOptions) bindTraceFlags(f *pflag.FlagSet, clusterFlag, clusterUsage, outUsage string) {
+	f.StringVar(&o.trace, "trace", o.trace, "trace file; empty uses the generated default trace")
+	f.StringVar(&o.format, "format", o.format, "trace format ("+traces.FormatNames()+"); empty detects it")
+	f.StringVar(&o.cluster, clusterFlag, o.cluster, clusterUsage)
+	f.Int64Var(&o.seed, "seed", o.seed, "seed for synthesized trace fields, the generated trace and overhead noise")
+	f.StringVar(&o.out, "out", o.out, outUsage)
+	f.StringVar(&o.window, "window", o.window, "FROM:TO: only jobs submitted in [FROM, TO) (durations like 24h or seconds), shifted to start at 0")
+	f.IntVar(&o.jobs, "jobs", o.jobs, "only the first N jobs in submit order (0: all)")
 }
 
 func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Writer) error {
