@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -192,11 +191,12 @@ func Fidelity(simS, clusterS metrics.Summary, scale float64, wall time.Duration)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| metric | simulator | cluster | difference |\n|---|---|---|---|\n")
 	row := func(name string, s, c float64) {
-		d := math.NaN()
-		if s != 0 {
-			d = (c - s) / s * 100
+		if s == 0 {
+			// No relative difference from zero: say the absolute one.
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %+.0f |\n", name, s, c, c-s)
+			return
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %+.1f%% |\n", name, s, c, d)
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %+.1f%% |\n", name, s, c, (c-s)/s*100)
 	}
 	row("mean JCT (s)", simS.JCT.Mean, clusterS.JCT.Mean)
 	row("mean wait (s)", simS.Wait.Mean, clusterS.Wait.Mean)

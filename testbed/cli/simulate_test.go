@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pickyman/pickyman/testbed/metrics"
 )
 
 func TestSimulateCommand(t *testing.T) {
@@ -71,5 +74,16 @@ func TestSimulateFlagsErrors(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestFidelity(t *testing.T) {
+	s := metrics.Summary{JCT: metrics.Dist{Mean: 1000}, Wait: metrics.Dist{Mean: 0}, Makespan: 2000}
+	c := metrics.Summary{JCT: metrics.Dist{Mean: 1100}, Wait: metrics.Dist{Mean: 4}, Makespan: 1900}
+	got := Fidelity(s, c, 10, time.Minute)
+	for _, want := range []string{"| mean JCT (s) | 1000 | 1100 | +10.0% |", "| mean wait (s) | 0 | 4 | +4 |", "| makespan (s) | 2000 | 1900 | -5.0% |", "time scale 10"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("fidelity table lacks %q:\n%s", want, got)
+		}
 	}
 }
