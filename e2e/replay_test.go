@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -24,7 +25,8 @@ import (
 // A short trace replayed on the cluster under each policy: the operator is restarted with the
 // policy's replay configuration, the jobs run on three nodes of their own GPU model, every job
 // finishes, and the cluster's timeline read back from the API server is close to the
-// simulator's on the same jobs.
+// simulator's on the same jobs. A last spec replays it while the operator and the agent are
+// killed (SIGKILL) at random moments and restarted.
 var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", "pickyman", "replay"), func() {
 	const (
 		model       = "T4" // no other spec uses this GPU model
@@ -104,4 +106,64 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 			gomega.Expect(math.Abs(c.JCT.Mean-s.JCT.Mean)/s.JCT.Mean).To(gomega.BeNumerically("<", 0.5), line)
 		}, ginkgo.SpecTimeout(6*time.Minute))
 	}
+
+	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while the operator and the agent are killed at random moments", func(ctx context.Context) {
+		conf := replay.OperatorConfig("pickyman", jobs, timeScale)
+		suite.opts.PickyMan.Config = conf
+		gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, false)).To(gomega.Succeed())
+		gomega.Expect(suite.opts.StartOperator(ctx, suite.clients)).To(gomega.Succeed())
+		wctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		watcher, err := util.WatchGPUs(wctx, suite.clients.Kube, suite.watchClient)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+
+		seed := uint64(time.Now().UnixNano())
+		rng := rand.New(rand.NewPCG(seed, 1))
+		kills := []string{cluster.ComponentOperator, cluster.ComponentOperator, cluster.ComponentAgent, cluster.ComponentAgent}
+		rng.Shuffle(len(kills), func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
+		fmt.Fprintf(ginkgo.GinkgoWriter, "chaos seed %d: kills in order %v\n", seed, kills)
+		chaos := make(chan error, 1)
+		go func() {
+			defer ginkgo.GinkgoRecover()
+			chaos <- func() error {
+				for _, c := range kills {
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(time.Duration(3+rng.IntN(10)) * time.Second):
+					}
+					fmt.Fprintf(ginkgo.GinkgoWriter, "%s: SIGKILL %s\n", time.Now().Format(time.TimeOnly), c)
+					if err := suite.opts.StopComponent(c, true); err != nil {
+						return err
+					}
+					time.Sleep(time.Duration(1+rng.IntN(3)) * time.Second)
+					var err error
+					if c == cluster.ComponentOperator {
+						err = suite.opts.StartOperator(ctx, suite.clients)
+					} else {
+						err = suite.opts.StartAgent(ctx)
+					}
+					if err != nil {
+						return fmt.Errorf("restart %s: %w", c, err)
+					}
+				}
+				return nil
+			}()
+		}()
+
+		ns := "e2e-chaos-" + suite.runID
+		run, err := replay.Run(ctx, replay.Clients{Client: suite.client, Kube: suite.clients.Kube}, replay.Options{
+			Jobs: jobs, Name: "e2e-chaos", Policy: "pickyman", GPUs: nodes * gpusPerNode, TimeScale: timeScale,
+			Namespace: ns, Stuck: 3 * time.Minute, Progress: ginkgo.GinkgoWriter,
+			Components: func() string { return fmt.Sprint(suite.opts.ClusterPids()) },
+		})
+		gomega.Expect(<-chaos).To(gomega.Succeed())
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		gomega.Expect(run.Jobs).To(gomega.HaveLen(len(jobs)), "every job finished")
+		for i, j := range jobs {
+			gomega.Expect(watcher.MaxLivePods(ns, replay.JobName(i))).To(gomega.BeNumerically("<=", int(j.Workers)),
+				"job %s had more live pods at once than its %d workers", replay.JobName(i), j.Workers)
+		}
+		expectNoOverCommit(watcher)
+	}, ginkgo.SpecTimeout(8*time.Minute))
 })

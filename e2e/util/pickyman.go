@@ -118,6 +118,9 @@ type GPUWatcher struct {
 	// preempting is when each Allocation (namespace/name) was first seen Preempting, per
 	// preemption number.
 	preempting map[string]map[int32]time.Time
+	// live and maxLive count, per job (namespace/job name), the pods that exist and have not
+	// ended, now and at most.
+	live, maxLive map[string]int
 }
 
 // PodRecord is what the watcher saw of one pod (one UID: a pod recreated under the same name
@@ -135,6 +138,7 @@ type PodRecord struct {
 	FirstProgress, Progress                      *protocol.Progress
 	RequestSeen, AckSeen, DeletingSeen, GoneSeen time.Time
 	Phase                                        corev1.PodPhase
+	live                                         bool
 }
 
 type podGPUs struct {
@@ -147,7 +151,8 @@ type podGPUs struct {
 // node is.
 func WatchGPUs(ctx context.Context, kube kubernetes.Interface, c client.WithWatch) (*GPUWatcher, error) {
 	w := &GPUWatcher{capacity: map[string]int64{}, pods: map[string]podGPUs{}, allocs: map[string]map[string]int64{},
-		history: map[string]*PodRecord{}, preempting: map[string]map[int32]time.Time{}}
+		history: map[string]*PodRecord{}, preempting: map[string]map[int32]time.Time{},
+		live: map[string]int{}, maxLive: map[string]int{}}
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -232,6 +237,7 @@ func (w *GPUWatcher) pod(ctx context.Context, kube kubernetes.Interface, t watch
 	defer w.mu.Unlock()
 	w.events++
 	w.record(p)
+	w.countLive(t, p, ended)
 	if t == watch.Deleted {
 		if r := w.history[string(p.UID)]; r != nil && r.GoneSeen.IsZero() {
 			r.GoneSeen = time.Now()
@@ -290,6 +296,34 @@ func (w *GPUWatcher) alloc(t watch.EventType, a *pickymanv1.Allocation) {
 				time.Now().Format(time.RFC3339Nano), node, used, c, key))
 		}
 	}
+}
+
+// countLive tracks the pods of each job that exist and have not ended; the caller holds w.mu.
+func (w *GPUWatcher) countLive(t watch.EventType, p *corev1.Pod, ended bool) {
+	job := p.Labels[kftraining.JobNameLabel]
+	if job == "" {
+		return
+	}
+	r := w.history[string(p.UID)]
+	isLive := t != watch.Deleted && !ended
+	if r.live != isLive {
+		r.live = isLive
+		key := p.Namespace + "/" + job
+		if isLive {
+			w.live[key]++
+			w.maxLive[key] = max(w.maxLive[key], w.live[key])
+		} else {
+			w.live[key]--
+		}
+	}
+}
+
+// MaxLivePods is the most pods of a job that existed at once without having ended: more than
+// the job's replicas means it ran twice at the same time.
+func (w *GPUWatcher) MaxLivePods(ns, job string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.maxLive[ns+"/"+job]
 }
 
 // record updates the pod's history; the caller holds w.mu.
