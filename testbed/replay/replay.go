@@ -169,7 +169,7 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 			break
 		}
 		if n == len(jobs) && time.Since(lastChange) > o.Stuck {
-			return nil, stuck(list.Items, time.Since(lastChange), o)
+			return nil, stuck(list.Items, time.Since(lastChange), o, jobs)
 		}
 	}
 	<-done
@@ -204,8 +204,12 @@ func prepare(ctx context.Context, c Clients, o Options, jobs []traces.Job) error
 
 // stuck diagnoses a replay that stopped: every unfinished job with its phase and since
 // when, and the components' state.
-func stuck(items []pickymanv1.Allocation, since time.Duration, o Options) error {
+func stuck(items []pickymanv1.Allocation, since time.Duration, o Options, jobs []traces.Job) error {
 	e := &StuckError{Since: since}
+	traceID := map[string]string{}
+	for i, j := range jobs {
+		traceID[JobName(i)] = j.ID
+	}
 	for _, a := range items {
 		if a.Status.Phase == pickymanv1.AllocationFinished {
 			continue
@@ -219,7 +223,7 @@ func stuck(items []pickymanv1.Allocation, since time.Duration, o Options) error 
 			phase = "not yet queued"
 		}
 		e.Pending = append(e.Pending, fmt.Sprintf("%s/%s (trace job %s): %s since %s", a.Namespace, a.Spec.Job.Name,
-			a.Spec.Job.Name, phase, when.Format(time.RFC3339)))
+			traceID[a.Spec.Job.Name], phase, when.Format(time.RFC3339)))
 	}
 	sort.Strings(e.Pending)
 	if o.Components != nil {

@@ -149,3 +149,27 @@ func TestTimelines(t *testing.T) {
 }
 
 var _ client.Object = (*pickymanv1.Allocation)(nil)
+
+func TestStuckNamesEveryUnfinishedJob(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	alloc := func(job string, phase pickymanv1.AllocationPhase) pickymanv1.Allocation {
+		a := pickymanv1.Allocation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pytorchjob-" + job, CreationTimestamp: at},
+			Spec: pickymanv1.AllocationSpec{Job: pickymanv1.JobReference{Name: job}}}
+		a.Status.Phase = phase
+		a.Status.Conditions = []metav1.Condition{{Type: string(phase), Status: metav1.ConditionTrue, LastTransitionTime: at}}
+		return a
+	}
+	jobs := []traces.Job{traceJob("job-a", 1, 1), traceJob("job-b", 1, 1), traceJob("job-c", 1, 1)}
+	err := stuck([]pickymanv1.Allocation{alloc("t00000", pickymanv1.AllocationFinished), alloc("t00001", pickymanv1.AllocationQueued),
+		alloc("t00002", pickymanv1.AllocationPreempting)}, 4*time.Minute, Options{Components: func() string { return "operator NOT RUNNING\n" }}, jobs)
+	msg := err.Error()
+	for _, want := range []string{"no job changed phase for 4m0s", "2 jobs not finished", "ns/t00001 (trace job job-b): Queued since 2026-01-01T12:00:00Z",
+		"ns/t00002 (trace job job-c): Preempting", "operator NOT RUNNING"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("diagnosis lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "t00000") {
+		t.Errorf("diagnosis names a finished job:\n%s", msg)
+	}
+}
