@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -67,7 +66,9 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		gomega.Expect(suite.opts.StartOperator(ctx, suite.clients)).To(gomega.Succeed())
 	})
 
-	for _, policy := range []string{"fifo", "tiresias", "pickyman"} {
+	// Every policy the operator can run without an oracle: sjf and srtf order by true job
+	// lengths, which only the simulator knows.
+	for _, policy := range []string{"fifo", "tiresias", "kueue", "pickyman"} {
 		ginkgo.It("replays the trace under "+policy+" and reads every job's timeline back", func(ctx context.Context) {
 			ginkgo.By("restarting the operator with the " + policy + " replay configuration")
 			conf := replay.OperatorConfig(policy, jobs, timeScale)
@@ -101,9 +102,13 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 				policy, s.JCT.Mean, c.JCT.Mean, (c.JCT.Mean-s.JCT.Mean)/s.JCT.Mean*100, s.Wait.Mean, c.Wait.Mean, s.Makespan, c.Makespan, run.Wall.Round(time.Second))
 			ginkgo.AddReportEntry("replay "+policy, line)
 			fmt.Fprintln(ginkgo.GinkgoWriter, line)
-			// A short trace on a loaded machine: a generous bound that still catches a replay
-			// whose timeline is read wrong (a unit or scale error is off by far more).
-			gomega.Expect(math.Abs(c.JCT.Mean-s.JCT.Mean)/s.JCT.Mean).To(gomega.BeNumerically("<", 0.5), line)
+			// Not a fidelity measurement (docs/testbed.md has that): twelve jobs queueing on 24
+			// GPUs at time scale 60 pay the cluster's start and finish latency (seconds of real
+			// time, minutes of trace time) at every step of the queue, more so on a loaded
+			// machine. The bounds catch a timeline read wrong (a unit or a scale error is off by
+			// 60 times or more), not that latency.
+			ratio := c.JCT.Mean / s.JCT.Mean
+			gomega.Expect(ratio).To(gomega.And(gomega.BeNumerically(">", 0.5), gomega.BeNumerically("<", 3)), line)
 		}, ginkgo.SpecTimeout(6*time.Minute))
 	}
 
