@@ -1,13 +1,13 @@
 package cluster
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/pickyman/pickyman/testbed/cluster/layout"
 )
 
 // DefaultName is the name of the testbed cluster when none is given.
@@ -48,51 +48,22 @@ func DefaultOptions(dir string) Options {
 	root, err := RepoRoot(dir)
 	if err == nil {
 		o.Home = filepath.Join(root, ".cache", "pickyman")
-		o.BinDir = filepath.Join(root, "bin")
 		o.StagesDir = filepath.Join(root, "config", "kwok")
 		o.ConfigDir = filepath.Join(root, "config")
 	} else if home, herr := os.UserHomeDir(); herr == nil {
 		o.Home = filepath.Join(home, ".pickyman")
-		o.BinDir = filepath.Join(o.Home, "bin")
 	}
+	o.BinDir = layout.BinDir(dir)
 	if v := os.Getenv("PICKYMAN_CLUSTER_HOME"); v != "" {
 		o.Home = v
-	}
-	if v := os.Getenv("PICKYMAN_BIN"); v != "" {
-		o.BinDir = v
 	}
 	o.CRDDir = filepath.Join(o.BinDir, "training-operator-crds")
 	return o
 }
 
-// modulePath is the product module; RepoRoot looks for its go.mod.
-const modulePath = "github.com/pickyman/pickyman"
-
-// RepoRoot returns the directory of the product's go.mod at or above dir.
-func RepoRoot(dir string) (string, error) {
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		dir = wd
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the pickyman repository")
-		}
-		dir = parent
-	}
-}
+// RepoRoot returns the directory of the product's go.mod at or above dir (the working
+// directory when empty).
+func RepoRoot(dir string) (string, error) { return layout.RepoRoot(dir) }
 
 // Workdir is the cluster's directory: kwokctl's files, the kubeconfig, the logs.
 func (o Options) Workdir() string { return filepath.Join(o.Home, "clusters", o.Name) }

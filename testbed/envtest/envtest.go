@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/pickyman/pickyman/testbed/cluster"
+	"github.com/pickyman/pickyman/testbed/cluster/layout"
 )
 
 // Binaries are the files envtest runs.
@@ -26,7 +26,7 @@ var ErrMissingBinaries = errors.New("control-plane binaries missing: run `make t
 func AssetsDir() (string, error) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
-		dir = cluster.DefaultOptions("").BinDir
+		dir = layout.BinDir("")
 	}
 	if dir == "" {
 		return "", fmt.Errorf("%w (no repository or home directory to find bin/ in)", ErrMissingBinaries)
@@ -45,7 +45,7 @@ func AssetsDir() (string, error) {
 
 // TrainingOperatorCRDs is the directory of the training-operator's CRDs that `make tools`
 // copies from its module; pass it to New to serve PyTorchJobs.
-func TrainingOperatorCRDs() string { return cluster.DefaultOptions("").CRDDir }
+func TrainingOperatorCRDs() string { return filepath.Join(layout.BinDir(""), "training-operator-crds") }
 
 // New returns an environment that runs the built binaries and installs the CRDs found in
 // crdDirs (each must exist).
