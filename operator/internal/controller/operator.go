@@ -45,7 +45,10 @@ type Operator struct {
 	Observer sched.Observer
 
 	observeMu sync.Mutex
-	trigger   func()
+	// pending holds events observed by the controllers until the scheduler's next cycle
+	// delivers them (see Scheduler.Cycle).
+	pending []sched.Event
+	trigger func()
 }
 
 // Trigger asks the scheduler for a cycle; cycles are coalesced.
@@ -55,13 +58,27 @@ func (o *Operator) Trigger() {
 	}
 }
 
+// observe queues an event for the observer. The scheduler delivers the queue at the start of
+// its next cycle, before it reads the snapshot: an event is queued only after the write it
+// reports, so every delivered event is already in the snapshot the policy then decides on. A
+// policy told of an event mid-cycle could spend it on a snapshot that predates it, and skip
+// the next cycle as if nothing had changed.
 func (o *Operator) observe(ev sched.Event) {
 	if o.Observer == nil || ev.Job == nil {
 		return
 	}
 	o.observeMu.Lock()
 	defer o.observeMu.Unlock()
-	o.Observer.Observe(ev)
+	o.pending = append(o.pending, ev)
+}
+
+// takeObserved returns the queued events and empties the queue.
+func (o *Operator) takeObserved() []sched.Event {
+	o.observeMu.Lock()
+	defer o.observeMu.Unlock()
+	evs := o.pending
+	o.pending = nil
+	return evs
 }
 
 func (o *Operator) socketDir() string {

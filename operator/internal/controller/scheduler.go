@@ -101,12 +101,18 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	start := time.Now()
 	defer func() { s.Metrics.CycleDuration.Observe(time.Since(start).Seconds()) }()
 
-	// 1. Snapshot.
+	// 1. Snapshot, after taking the events the controllers observed so far (their writes are
+	// in it), which the policy learns before it decides.
+	events := s.takeObserved()
 	snap, allocs, err := s.snapshot(ctx)
 	if err != nil {
+		s.requeueObserved(events)
 		return err
 	}
 	s.updateGauges(snap, allocs)
+	for _, ev := range events {
+		s.Observer.Observe(ev)
+	}
 	s.observeEpochs(snap)
 
 	// 2. Decide.
@@ -220,7 +226,8 @@ func (s *Scheduler) observeEpochs(snap *sched.Snapshot) {
 			s.seen[j.ID] = prog
 		}
 		if had && prog.EpochsDone > last.EpochsDone && prog.EpochTime > 0 {
-			s.observe(sched.Event{Kind: sched.EventEpoch, Time: snap.Now, Job: j, Duration: prog.EpochTime, Bytes: max(0, prog.ReadBytes-last.ReadBytes)})
+			// From this cycle's snapshot: delivered at once.
+			s.Observer.Observe(sched.Event{Kind: sched.EventEpoch, Time: snap.Now, Job: j, Duration: prog.EpochTime, Bytes: max(0, prog.ReadBytes-last.ReadBytes)})
 		}
 	}
 	for id := range s.seen {
@@ -228,4 +235,14 @@ func (s *Scheduler) observeEpochs(snap *sched.Snapshot) {
 			delete(s.seen, id)
 		}
 	}
+}
+
+// requeueObserved puts events back in front of the queue, for the next cycle.
+func (s *Scheduler) requeueObserved(evs []sched.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	s.observeMu.Lock()
+	defer s.observeMu.Unlock()
+	s.pending = append(evs, s.pending...)
 }
