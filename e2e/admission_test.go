@@ -12,7 +12,6 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
@@ -29,41 +28,21 @@ var _ = ginkgo.Describe("PickyMan admission", ginkgo.Ordered, ginkgo.Label("clus
 		model       = "A10" // no other spec in make test uses this GPU model
 	)
 	var (
-		ns        string
-		nodeNames []string
-		selector  map[string]string
-		watcher   *util.GPUWatcher
-		stop      context.CancelFunc
+		ns       string
+		selector map[string]string
+		env      *specEnv
+		watcher  *util.GPUWatcher
 	)
 
 	ginkgo.BeforeAll(func(ctx context.Context) {
 		requirePickyMan()
 		ns = "e2e-admission-" + suite.runID
 		selector = map[string]string{cluster.LabelGPUProduct: cluster.LookupGPUModel(model).Product}
-		nodes := cluster.BuildNodes([]cluster.Pool{{Name: "e2e-a10-" + suite.runID, Nodes: 2, GPUsPerNode: gpusPerNode, Model: model}})
-		for _, n := range nodes {
-			nodeNames = append(nodeNames, n.Name)
-		}
-		_, err := suite.clients.EnsureNodes(ctx, nodes)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		gomega.Expect(suite.clients.WaitNodesReady(ctx, nodeNames, util.Timeout)).To(gomega.Succeed())
-		gomega.Expect(suite.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
-		wctx, cancel := context.WithCancel(context.Background())
-		stop = cancel
-		watcher, err = util.WatchGPUs(wctx, suite.clients.Kube, suite.watchClient)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		env = newSpecEnv(ctx, ns, cluster.Pool{Name: "e2e-a10-" + suite.runID, Nodes: 2, GPUsPerNode: gpusPerNode, Model: model}, nil, true)
+		watcher = env.watcher
 	})
 
-	ginkgo.AfterAll(func(ctx context.Context) {
-		if stop != nil {
-			stop()
-		}
-		if suite.owned && !*keep || ns == "" {
-			return
-		}
-		_ = suite.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		_ = suite.clients.DeleteNodes(ctx, nodeNames)
-	})
+	ginkgo.AfterAll(func(ctx context.Context) { env.cleanup(ctx) })
 
 	ginkgo.It("rejects invalid jobs, naming the field and the reason", func(ctx context.Context) {
 		training := util.Training{Epochs: 2, EpochTime: time.Minute, DatasetBytes: 1e9, CheckpointBytes: 1e9}

@@ -34,30 +34,19 @@ var _ = ginkgo.Describe("Agent in testbed mode on 100 fake nodes", ginkgo.Ordere
 	var (
 		ns        string
 		nodeNames []string
+		env       *specEnv
 	)
 
 	ginkgo.BeforeAll(func(ctx context.Context) {
 		requirePickyMan()
 		ns = "e2e-agent-" + suite.runID
 		ginkgo.By(fmt.Sprintf("creating %d fake nodes without the GPU count label", nodes))
-		built := cluster.BuildNodes([]cluster.Pool{{Name: "e2e-l4-" + suite.runID, Nodes: nodes, GPUsPerNode: gpusPerNode, Model: model}})
-		for _, n := range built {
-			delete(n.Labels, cluster.LabelGPUCount)
-			nodeNames = append(nodeNames, n.Name)
-		}
-		_, err := suite.clients.EnsureNodes(ctx, built)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		gomega.Expect(suite.clients.WaitNodesReady(ctx, nodeNames, util.Timeout)).To(gomega.Succeed())
-		gomega.Expect(suite.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
+		env = newSpecEnv(ctx, ns, cluster.Pool{Name: "e2e-l4-" + suite.runID, Nodes: nodes, GPUsPerNode: gpusPerNode, Model: model},
+			func(n *corev1.Node) { delete(n.Labels, cluster.LabelGPUCount) }, false)
+		nodeNames = env.nodes
 	})
 
-	ginkgo.AfterAll(func(ctx context.Context) {
-		if suite.owned && !*keep || ns == "" {
-			return
-		}
-		_ = suite.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		_ = suite.clients.DeleteNodes(ctx, nodeNames)
-	})
+	ginkgo.AfterAll(func(ctx context.Context) { env.cleanup(ctx) })
 
 	ginkgo.It("publishes the GPU labels and metrics of every node and drives a PyTorchJob's pods to completion", func(ctx context.Context) {
 		ginkgo.By("every node gets the GPU feature-discovery count label from the agent")

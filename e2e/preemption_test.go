@@ -12,9 +12,7 @@ import (
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pickyman/pickyman/agent/pkg/protocol"
@@ -33,42 +31,20 @@ var _ = ginkgo.Describe("PickyMan preemption with the checkpoint handshake", gin
 		model       = "H100" // no other spec uses this GPU model, so no other job lands here
 	)
 	var (
-		ns          string
-		nodeNames   []string
-		watcher     *util.GPUWatcher
-		stopWatcher context.CancelFunc
+		ns      string
+		env     *specEnv
+		watcher *util.GPUWatcher
 	)
 
 	ginkgo.BeforeAll(func(ctx context.Context) {
 		requirePickyMan()
 		ns = "e2e-preempt-" + suite.runID
-		ginkgo.By("creating two fake nodes of 8 GPUs")
-		nodes := cluster.BuildNodes([]cluster.Pool{{Name: "e2e-h100-" + suite.runID, Nodes: 2, GPUsPerNode: gpusPerNode, Model: model}})
-		for _, n := range nodes {
-			nodeNames = append(nodeNames, n.Name)
-		}
-		_, err := suite.clients.EnsureNodes(ctx, nodes)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		gomega.Expect(suite.clients.WaitNodesReady(ctx, nodeNames, util.Timeout)).To(gomega.Succeed())
-		gomega.Expect(suite.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
-
-		ginkgo.By("watching every pod and Allocation for a node promised more GPUs than it has")
-		wctx, cancel := context.WithCancel(context.Background())
-		stopWatcher = cancel
-		watcher, err = util.WatchGPUs(wctx, suite.clients.Kube, suite.watchClient)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		ginkgo.By("creating two fake nodes of 8 GPUs, watching every pod and Allocation for a node promised more GPUs than it has")
+		env = newSpecEnv(ctx, ns, cluster.Pool{Name: "e2e-h100-" + suite.runID, Nodes: 2, GPUsPerNode: gpusPerNode, Model: model}, nil, true)
+		watcher = env.watcher
 	})
 
-	ginkgo.AfterAll(func(ctx context.Context) {
-		if stopWatcher != nil {
-			stopWatcher()
-		}
-		if suite.owned && !*keep || ns == "" {
-			return
-		}
-		_ = suite.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		_ = suite.clients.DeleteNodes(ctx, nodeNames)
-	})
+	ginkgo.AfterAll(func(ctx context.Context) { env.cleanup(ctx) })
 
 	// fill submits four low-priority 4-GPU jobs whose checkpoints differ by orders of
 	// magnitude, waits until they all run and report progress, and returns the two jobs on the
