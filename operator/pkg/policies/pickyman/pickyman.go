@@ -2,6 +2,8 @@ package pickyman
 
 import (
 	"cmp"
+	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"slices"
 	"time"
@@ -21,6 +23,10 @@ type Policy struct {
 	// suspends, resumes, finishes); last is the time of the last full cycle.
 	changed bool
 	last    time.Time
+	// state is the signature of the last full cycle's snapshot (see signature): a cycle
+	// whose snapshot differs is full even without an event, because events and snapshots
+	// come from different reads in an operator, and nodes that join or change send none.
+	state uint64
 	// wake is when the earliest recency protection seen by the last full cycle expires: a
 	// job that becomes a possible victim then is a change too (zero: none).
 	wake time.Time
@@ -98,16 +104,18 @@ type waiting struct {
 //     yet assigned and preempt it if it pays (divide);
 //  5. set each victim's suspend mode and record the overheads expected.
 func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
-	// 1. Plan; reservations first. Without an event since the last full cycle no GPU was
-	// freed and no job arrived, so nothing new fits and a saving can only have shrunk:
-	// skip the rest unless Refresh has passed (to let aging reorder the queue) or a
-	// protection has expired (a new possible victim).
+	// 1. Plan; reservations first. Without an event since the last full cycle and with the
+	// same jobs in the same phases on the same nodes, no GPU was freed and no job arrived,
+	// so nothing new fits and a saving can only have shrunk: skip the rest unless Refresh
+	// has passed (to let aging reorder the queue) or a protection has expired (a new
+	// possible victim).
 	plan := sched.NewPlan(s)
 	plan.AdmitReserved()
-	if !p.changed && s.Now.Sub(p.last) < p.opts.Refresh && (p.wake.IsZero() || s.Now.Before(p.wake)) {
+	state := signature(s)
+	if !p.changed && state == p.state && s.Now.Sub(p.last) < p.opts.Refresh && (p.wake.IsZero() || s.Now.Before(p.wake)) {
 		return plan.Decisions()
 	}
-	p.changed, p.last, p.wake = false, s.Now, time.Time{}
+	p.changed, p.last, p.wake, p.state = false, s.Now, time.Time{}, state
 	// 2. Predict.
 	c := p.newCycle(s, plan)
 	// 3. Order.
@@ -207,4 +215,39 @@ func ranFor(j *sched.Job) time.Duration {
 		return j.Attained / time.Duration(g)
 	}
 	return 0
+}
+
+// seed keys signature's hashes; one per process is enough, signatures are never stored.
+var seed = maphash.MakeSeed()
+
+// signature summarizes what a cycle decides on besides time: each job's identity and phase,
+// and each node's name, model, GPUs, promised GPUs and schedulability. It is a sum of
+// per-item hashes, so the order of Jobs and Nodes does not matter.
+func signature(s *sched.Snapshot) uint64 {
+	var sum uint64
+	var h maphash.Hash
+	h.SetSeed(seed)
+	for _, j := range s.Jobs {
+		h.Reset()
+		h.WriteString(j.ID)
+		h.WriteByte(0)
+		h.WriteString(string(j.Phase))
+		sum += h.Sum64()
+	}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		h.Reset()
+		h.WriteString(n.Name)
+		h.WriteByte(0)
+		h.WriteString(n.GPUModel)
+		var b [9]byte
+		binary.LittleEndian.PutUint32(b[0:], uint32(n.GPUs))
+		binary.LittleEndian.PutUint32(b[4:], uint32(n.Used))
+		if n.Unschedulable {
+			b[8] = 1
+		}
+		h.Write(b[:])
+		sum += h.Sum64()
+	}
+	return sum + uint64(len(s.Jobs))<<32 + uint64(len(s.Nodes))
 }
