@@ -3,6 +3,8 @@ package cluster
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -170,4 +172,57 @@ func TestListeningPortsAndVerifyGone(t *testing.T) {
 
 func netListen(port int) (interface{ Close() error }, error) {
 	return net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+}
+
+// TestRetryBind: a component that exits because a port was taken is started again, up to
+// bindAttempts times; one that exits for any other reason is not.
+func TestRetryBind(t *testing.T) {
+	o := Options{Home: t.TempDir(), Name: "retry"}
+	if err := os.MkdirAll(o.Workdir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logPath := o.ComponentLog(ComponentOperator)
+	write := func(line string) {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(line + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Binds fail twice, then the start succeeds.
+	calls := 0
+	err := o.retryBind(ComponentOperator, func() error {
+		calls++
+		if calls < 3 {
+			write("error: listen tcp 127.0.0.1:4000: bind: address already in use")
+			return fmt.Errorf("not ready: %w", errNotRunning)
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("bind failures twice then success: err %v after %d starts, want nil after 3", err, calls)
+	}
+	// A crash for another reason is not retried, even with an old bind failure in the log.
+	calls = 0
+	err = o.retryBind(ComponentOperator, func() error {
+		calls++
+		write("error: inject webhook CA: forbidden")
+		return fmt.Errorf("not ready: %w", errNotRunning)
+	})
+	if !errors.Is(err, errNotRunning) || calls != 1 {
+		t.Errorf("other crash: err %v after %d starts, want errNotRunning after 1", err, calls)
+	}
+	// Bind failures every time: given up after bindAttempts starts.
+	calls = 0
+	err = o.retryBind(ComponentOperator, func() error {
+		calls++
+		write("bind: address already in use")
+		return fmt.Errorf("not ready: %w", errNotRunning)
+	})
+	if !errors.Is(err, errNotRunning) || calls != bindAttempts {
+		t.Errorf("persistent bind failure: err %v after %d starts, want errNotRunning after %d", err, calls, bindAttempts)
+	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -179,6 +180,41 @@ func (o Options) StartOperator(ctx context.Context, c *Clients) error {
 	if o.ComponentPid(ComponentOperator) > 0 {
 		return nil
 	}
+	return o.retryBind(ComponentOperator, func() error { return o.startOperator(ctx, c) })
+}
+
+// bindAttempts bounds retryBind.
+const bindAttempts = 3
+
+// retryBind runs start again, up to bindAttempts times, while the component exits because
+// one of its ports was taken between the choice of the port and the component's bind (a
+// free port can become the source port of any outgoing connection meanwhile). Any other
+// failure is returned at once.
+func (o Options) retryBind(component string, start func() error) error {
+	var err error
+	for attempt := 1; attempt <= bindAttempts; attempt++ {
+		var from int64
+		if fi, serr := os.Stat(o.ComponentLog(component)); serr == nil {
+			from = fi.Size()
+		}
+		if err = start(); err == nil || !errors.Is(err, errNotRunning) || !addressInUse(o.ComponentLog(component), from) {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "testbed: %s could not bind a port (attempt %d of %d); starting it again\n", component, attempt, bindAttempts)
+	}
+	return err
+}
+
+// addressInUse says whether the log, from offset on, reports a failed bind.
+func addressInUse(log string, from int64) bool {
+	b := []byte(readFile(log))
+	if from > int64(len(b)) {
+		from = 0
+	}
+	return bytes.Contains(b[from:], []byte("address already in use"))
+}
+
+func (o Options) startOperator(ctx context.Context, c *Clients) error {
 	webhook, _ := strconv.Atoi(strings.TrimSpace(readFile(o.componentFile(ComponentOperator, "webhook"))))
 	metrics, err := freePort()
 	if err != nil {
@@ -217,7 +253,7 @@ func (o Options) StartOperator(ctx context.Context, c *Clients) error {
 		return c.webhookServesInjectedCA(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(webhook)))
 	})
 	if err != nil {
-		return fmt.Errorf("component %s not ready (%v); log: %s\n%s", ComponentOperator, err,
+		return fmt.Errorf("component %s not ready (%w); log: %s\n%s", ComponentOperator, err,
 			o.ComponentLog(ComponentOperator), tail(readFile(o.ComponentLog(ComponentOperator)), 15))
 	}
 	return nil
@@ -266,6 +302,10 @@ func (o Options) StartAgent(ctx context.Context) error {
 	if o.ComponentPid(ComponentAgent) > 0 {
 		return nil
 	}
+	return o.retryBind(ComponentAgent, func() error { return o.startAgent(ctx) })
+}
+
+func (o Options) startAgent(ctx context.Context) error {
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -297,7 +337,7 @@ func (o Options) StartAgent(ctx context.Context) error {
 		return httpOK("http://" + addr + "/healthz"), nil
 	})
 	if err != nil {
-		return fmt.Errorf("component %s not ready (%v); log: %s\n%s", ComponentAgent, err,
+		return fmt.Errorf("component %s not ready (%w); log: %s\n%s", ComponentAgent, err,
 			o.ComponentLog(ComponentAgent), tail(readFile(o.ComponentLog(ComponentAgent)), 15))
 	}
 	return nil
