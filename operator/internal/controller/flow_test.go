@@ -304,6 +304,10 @@ func TestFinishScoresPredictionAndRecordsProfile(t *testing.T) {
 		if err := h.c.Update(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
+		pod.Status.Phase = corev1.PodSucceeded // the training ended
+		if err := h.c.Status().Update(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h.clock.Step(110 * time.Minute) // predicted 10 x 10 min, ran 110 min: error 10/110
 	j := h.job("train")
@@ -378,4 +382,40 @@ func TestObserverLearnsEpochs(t *testing.T) {
 	if epoch.Duration != time.Minute || epoch.Bytes != 2000 || epoch.Job.ID != "ns/pytorchjob-train" {
 		t.Errorf("epoch event %v %d bytes for %s, want 1m, 2000 bytes", epoch.Duration, epoch.Bytes, epoch.Job.ID)
 	}
+}
+
+// TestFinishedJobHoldsGPUsUntilItsPodsEnd: a job whose kind reports it finished while one of
+// its placed pods still runs (a Ray worker outlives its job until KubeRay deletes the
+// cluster) keeps its GPUs until the pod has ended or is gone: another job admitted onto them
+// meanwhile would find the node over-committed.
+func TestFinishedJobHoldsGPUsUntilItsPodsEnd(t *testing.T) {
+	job := utiltesting.MakePyTorchJob("done", "ns").Master(8).Obj()
+	h := newHarness(t, "fifo", gpuNode("a", 8), job)
+	h.reconcileJob("done")
+	h.cycle()
+	h.wantPhase("done", v1alpha1.AllocationAdmitted)
+	pod := utiltesting.MakePod(h.job("done"), kftraining.PyTorchJobReplicaTypeMaster, 0)
+	pod.Labels[v1alpha1.LabelAllocation] = "pytorchjob-done"
+	pod.Spec.NodeName, pod.Status.Phase = "a", corev1.PodRunning
+	if err := h.c.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	j := h.job("done")
+	j.Status.Conditions = append(j.Status.Conditions, kftraining.JobCondition{Type: kftraining.JobSucceeded, Status: corev1.ConditionTrue})
+	if err := h.c.Status().Update(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.jobs.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := h.wantPhase("done", v1alpha1.AllocationAdmitted); len(a.Status.Placement) == 0 || res.RequeueAfter == 0 {
+		t.Fatalf("finished job with a running pod: placement %v, requeue %v; want the placement kept and a requeue", a.Status.Placement, res.RequeueAfter)
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	if err := h.c.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileJob("done")
+	h.wantPhase("done", v1alpha1.AllocationFinished)
 }

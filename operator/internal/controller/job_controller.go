@@ -92,6 +92,18 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if finished, ok := job.Finished(); finished {
+		if len(a.Status.Placement) > 0 {
+			running, err := r.podsRunning(ctx, a)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if running > 0 {
+				// The job has ended but pods of it still hold GPUs (a Ray worker lives until
+				// KubeRay deletes the cluster): keep the placement until they end.
+				log.FromContext(ctx).V(1).Info("finished; waiting for its pods to end", "allocation", a.Name, "pods", running)
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
+		}
 		return ctrl.Result{}, r.finish(ctx, job, a, ok)
 	}
 	if !reflect.DeepEqual(a.Spec, spec) && (a.Status.Phase == v1alpha1.AllocationQueued || reflect.DeepEqual(a.Spec.PodSets, spec.PodSets)) {
@@ -239,6 +251,22 @@ func placementString(p []v1alpha1.NodeAssignment) string {
 		s += fmt.Sprintf("%s:%s x%d", a.Node, a.PodSet, a.Pods)
 	}
 	return s
+}
+
+// podsRunning counts the job's pods that have not ended (Succeeded or Failed); a pod being
+// deleted counts until it is gone.
+func (r *JobReconciler) podsRunning(ctx context.Context, a *v1alpha1.Allocation) (int, error) {
+	pods, err := r.podsOf(ctx, r.Client, a)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // finish marks the Allocation Finished, frees its placement, and records the job's observed
