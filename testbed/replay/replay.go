@@ -43,6 +43,10 @@ type Options struct {
 	Components func() string
 	// Progress receives a progress line every few seconds (nil: none).
 	Progress io.Writer
+	// SubmitRetry is how long a submission refused for a transient reason (the API server
+	// could not reach PickyMan's webhook: the operator restarting) is retried (default 2
+	// minutes). The job's submit time stays its arrival, so the outage counts as waiting.
+	SubmitRetry time.Duration
 }
 
 // Clients are what the replay talks to the cluster with (an uncached client).
@@ -72,6 +76,37 @@ func (e *StuckError) Error() string {
 		b.WriteString(e.State)
 	}
 	return b.String()
+}
+
+// createRetrying creates obj; an error that a later attempt may not meet (a webhook that could
+// not be called, a server timeout or overload) is retried with backoff for up to retry (2
+// minutes if zero). A job that exists already is created.
+func createRetrying(ctx context.Context, c client.Client, obj client.Object, retry time.Duration, progress io.Writer) error {
+	if retry <= 0 {
+		retry = 2 * time.Minute
+	}
+	deadline := time.Now().Add(retry)
+	wait := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := c.Create(ctx, obj.DeepCopyObject().(client.Object))
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		transient := apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) ||
+			apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
+		if !transient || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		if attempt == 1 && progress != nil {
+			fmt.Fprintf(progress, "replay: %s/%s refused (%v); retrying for up to %v\n", obj.GetNamespace(), obj.GetName(), err, retry)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 // Run replays the jobs and returns what the cluster did, in trace time.
@@ -119,7 +154,7 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 				}
 			}
 			now := time.Now()
-			if err := c.Client.Create(sctx, built[i]); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := createRetrying(sctx, c.Client, built[i], o.SubmitRetry, o.Progress); err != nil {
 				mu.Lock()
 				submitErr = fmt.Errorf("submit trace job %s as %s/%s: %w", j.ID, o.Namespace, JobName(i), err)
 				mu.Unlock()
