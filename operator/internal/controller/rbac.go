@@ -6,6 +6,7 @@ package controller
 //
 // Jobs: read, suspend and resume, and mutate their templates.
 // +kubebuilder:rbac:groups=kubeflow.org,resources=pytorchjobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayjobs,verbs=get;list;watch;update;patch
 //
 // Allocations: the operator's state; ModelProfiles: the profile database.
 // +kubebuilder:rbac:groups=pickyman.dev,resources=allocations,verbs=get;list;watch;create;update;patch

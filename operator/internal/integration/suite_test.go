@@ -16,6 +16,7 @@ import (
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -53,6 +54,15 @@ func trainingOperatorCRDs() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "manifests", "base", "crds"), nil
 }
 
+// kubeRayCRDs finds the RayJob CRD in the KubeRay ray-operator module source.
+func kubeRayCRDs() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ray-project/kuberay/ray-operator").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list ray-operator: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases"), nil
+}
+
 // verbosity is the log verbosity of the operators under test: PICKYMAN_TEST_V, default 0.
 func verbosity() int {
 	v := 0
@@ -82,10 +92,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	rayCRDs, err := kubeRayCRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(toCRDs, "kubeflow.org_pytorchjobs.yaml")},
+			Paths:              []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(toCRDs, "kubeflow.org_pytorchjobs.yaml"),
+				filepath.Join(rayCRDs, "ray.io_rayjobs.yaml")},
 			ErrorIfPathMissing: true,
 		},
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}},
@@ -177,6 +193,7 @@ func newNamespace(t *testing.T) string {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = k8s.DeleteAllOf(ctx, &kftraining.PyTorchJob{}, client.InNamespace(ns))
+		_ = k8s.DeleteAllOf(ctx, &rayv1.RayJob{}, client.InNamespace(ns))
 		_ = k8s.DeleteAllOf(ctx, &v1alpha1.Allocation{}, client.InNamespace(ns))
 		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
 	})

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -34,7 +36,7 @@ import (
 // NewScheme returns a scheme with the Kubernetes types, PickyMan's API and the job kinds.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, kftraining.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, kftraining.AddToScheme, rayv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -135,7 +137,11 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if err := mgr.Add(sch); err != nil {
 		return nil, nil, err
 	}
-	for _, in := range jobframework.Integrations() {
+	enabled, err := EnabledIntegrations(mgr.GetRESTMapper())
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, in := range enabled {
 		if err := (&controller.JobReconciler{Operator: op, Integration: in, Workers: JobWorkers}).SetupWithManager(mgr); err != nil {
 			return nil, nil, fmt.Errorf("job controller %s: %w", in.GVK.Kind, err)
 		}
@@ -156,6 +162,26 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		return nil, nil, err
 	}
 	return mgr, op, nil
+}
+
+// EnabledIntegrations returns the job kinds whose CRDs the API server serves, and logs the
+// others as disabled: a cluster without KubeRay runs PickyMan for its PyTorchJobs. A kind
+// installed later is picked up when the operator restarts.
+func EnabledIntegrations(mapper meta.RESTMapper) ([]jobframework.Integration, error) {
+	var out []jobframework.Integration
+	for _, in := range jobframework.Integrations() {
+		_, err := mapper.RESTMapping(in.GVK.GroupKind(), in.GVK.Version)
+		switch {
+		case err == nil:
+			out = append(out, in)
+			ctrl.Log.Info("job kind enabled", "kind", in.GVK.String())
+		case meta.IsNoMatchError(err):
+			ctrl.Log.Info("job kind disabled: its CRD is not installed", "kind", in.GVK.String())
+		default:
+			return nil, fmt.Errorf("job kind %s: %w", in.GVK, err)
+		}
+	}
+	return out, nil
 }
 
 // JobWorkers is how many jobs of each kind the job controller reconciles at once: creating

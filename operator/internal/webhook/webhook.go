@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 
-	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,74 +30,94 @@ import (
 const (
 	MutatePyTorchJobPath   = "/mutate-kubeflow-org-v1-pytorchjob"
 	ValidatePyTorchJobPath = "/validate-kubeflow-org-v1-pytorchjob"
+	MutateRayJobPath       = "/mutate-ray-io-v1-rayjob"
+	ValidateRayJobPath     = "/validate-ray-io-v1-rayjob"
 )
 
 // +kubebuilder:webhook:path=/mutate-kubeflow-org-v1-pytorchjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=kubeflow.org,resources=pytorchjobs,verbs=create,versions=v1,name=mpytorchjob.pickyman.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-kubeflow-org-v1-pytorchjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=kubeflow.org,resources=pytorchjobs,verbs=create;update,versions=v1,name=vpytorchjob.pickyman.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-ray-io-v1-rayjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create,versions=v1,name=mrayjob.pickyman.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-ray-io-v1-rayjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create;update,versions=v1,name=vrayjob.pickyman.dev,admissionReviewVersions=v1
 
-// Setup registers the webhooks on the manager's webhook server.
+// MutatePath and ValidatePath are the paths of a job kind's webhooks:
+// /mutate-<group with dashes>-<version>-<lower-case kind>.
+func MutatePath(gvk schema.GroupVersionKind) string   { return "/mutate-" + pathSuffix(gvk) }
+func ValidatePath(gvk schema.GroupVersionKind) string { return "/validate-" + pathSuffix(gvk) }
+
+func pathSuffix(gvk schema.GroupVersionKind) string {
+	return strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
+}
+
+// Setup registers the webhooks of every job kind on the manager's webhook server, whether or
+// not the kind's CRD is installed: the API server calls them only for kinds it serves.
 func Setup(mgr ctrl.Manager, conf *configv1.Configuration) {
 	dec := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
-	srv.Register(MutatePyTorchJobPath, &webhook.Admission{Handler: &Mutator{Decoder: dec, SocketDir: protocol.DefaultSocketDir}})
-	srv.Register(ValidatePyTorchJobPath, &webhook.Admission{Handler: &Validator{Decoder: dec, Client: mgr.GetClient(), Config: conf}})
+	for _, in := range jobframework.Integrations() {
+		srv.Register(MutatePath(in.GVK), &webhook.Admission{Handler: &Mutator{Integration: in, Decoder: dec, SocketDir: protocol.DefaultSocketDir}})
+		srv.Register(ValidatePath(in.GVK), &webhook.Admission{Handler: &Validator{Integration: in, Decoder: dec, Client: mgr.GetClient(), Config: conf}})
+	}
 }
 
-// Mutator is the mutating webhook of PyTorchJobs.
+// Mutator is the mutating webhook of one job kind.
 type Mutator struct {
-	Decoder   admission.Decoder
-	SocketDir string
+	Integration jobframework.Integration
+	Decoder     admission.Decoder
+	SocketDir   string
 }
 
 var _ admission.Handler = (*Mutator)(nil)
 
 // Handle suspends a new managed job and makes its templates PickyMan's.
 func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Response {
-	job := &kftraining.PyTorchJob{}
-	if err := m.Decoder.Decode(req, job); err != nil {
+	obj := m.Integration.NewObject()
+	if err := m.Decoder.Decode(req, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if !jobframework.Managed(job) {
+	if !jobframework.Managed(obj) {
 		return admission.Allowed("not managed by PickyMan")
 	}
-	g := (*jobframework.PyTorchJob)(job)
+	g := m.Integration.Wrap(obj)
 	g.Suspend(true)
-	controller.MutateTemplates(g, jobframework.AllocationName(kftraining.PyTorchJobKind, job.Name), m.SocketDir, "")
-	raw, err := json.Marshal(job)
+	controller.MutateTemplates(g, jobframework.AllocationName(m.Integration.GVK.Kind, obj.GetName()), m.SocketDir, "")
+	raw, err := json.Marshal(obj)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
-// Validator is the validating webhook of PyTorchJobs.
+// Validator is the validating webhook of one job kind.
 type Validator struct {
-	Decoder admission.Decoder
-	Client  client.Reader
-	Config  *configv1.Configuration
+	Integration jobframework.Integration
+	Decoder     admission.Decoder
+	Client      client.Reader
+	Config      *configv1.Configuration
 }
 
 var _ admission.Handler = (*Validator)(nil)
 
 // Handle validates a managed job on create and update.
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	job := &kftraining.PyTorchJob{}
-	if err := v.Decoder.Decode(req, job); err != nil {
+	obj := v.Integration.NewObject()
+	if err := v.Decoder.Decode(req, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	job := v.Integration.Wrap(obj)
 	var errs field.ErrorList
 	switch req.Operation {
 	case admissionv1.Create:
-		if !jobframework.Managed(job) {
+		if !jobframework.Managed(obj) {
 			return admission.Allowed("")
 		}
 		errs = v.validate(ctx, job)
 	case admissionv1.Update:
-		old := &kftraining.PyTorchJob{}
-		if err := v.Decoder.DecodeRaw(req.OldObject, old); err != nil {
+		oldObj := v.Integration.NewObject()
+		if err := v.Decoder.DecodeRaw(req.OldObject, oldObj); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		if !jobframework.Managed(job) && !jobframework.Managed(old) {
+		old := v.Integration.Wrap(oldObj)
+		if !jobframework.Managed(obj) && !jobframework.Managed(oldObj) {
 			return admission.Allowed("")
 		}
 		var err error
@@ -104,7 +125,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
-		if len(errs) == 0 && jobframework.Managed(job) && !reflect.DeepEqual(old.Spec.PyTorchReplicaSpecs, job.Spec.PyTorchReplicaSpecs) {
+		if len(errs) == 0 && jobframework.Managed(obj) && gangChanged(old, job, v.Config) {
 			errs = v.validate(ctx, job)
 		}
 	default:
@@ -116,13 +137,25 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	return admission.Allowed("")
 }
 
+// gangChanged says whether an update changed the job's pod templates or pod sets.
+func gangChanged(old, job jobframework.GenericJob, conf *configv1.Configuration) bool {
+	if !reflect.DeepEqual(old.PodTemplates(), job.PodTemplates()) {
+		return true
+	}
+	os, oerr := old.PodSets(conf.GPUResource, conf.GPUProductLabel)
+	ns, nerr := job.PodSets(conf.GPUResource, conf.GPUProductLabel)
+	return oerr != nil || nerr != nil || !reflect.DeepEqual(os, ns)
+}
+
 var queuePath = field.NewPath("metadata", "labels").Key(v1alpha1.LabelQueue)
 
 // validate checks a managed job: known queue, a GPU limit on every replica, one gang shape,
 // valid hints, and every worker fits on some node.
-func (v *Validator) validate(ctx context.Context, job *kftraining.PyTorchJob) field.ErrorList {
+func (v *Validator) validate(ctx context.Context, job jobframework.GenericJob) field.ErrorList {
 	var errs field.ErrorList
-	q := job.Labels[v1alpha1.LabelQueue]
+	obj := job.Object()
+	spec := field.NewPath("spec")
+	q := obj.GetLabels()[v1alpha1.LabelQueue]
 	known := false
 	var names []string
 	for _, cq := range v.Config.Queues {
@@ -132,8 +165,7 @@ func (v *Validator) validate(ctx context.Context, job *kftraining.PyTorchJob) fi
 	if !known {
 		errs = append(errs, field.NotSupported(queuePath, q, names))
 	}
-	g := (*jobframework.PyTorchJob)(job)
-	sets, err := g.PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
+	sets, err := job.PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
 	if err != nil {
 		if agg, ok := err.(interface{ Errors() []error }); ok {
 			for _, e := range agg.Errors() {
@@ -141,29 +173,29 @@ func (v *Validator) validate(ctx context.Context, job *kftraining.PyTorchJob) fi
 					errs = append(errs, fe)
 					continue
 				}
-				errs = append(errs, field.Invalid(field.NewPath("spec", "pytorchReplicaSpecs"), "", e.Error()))
+				errs = append(errs, field.Invalid(spec, "", e.Error()))
 			}
 		} else {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "pytorchReplicaSpecs"), "", err.Error()))
+			errs = append(errs, field.Invalid(spec, "", err.Error()))
 		}
 		return errs
 	}
 	if _, _, _, err := jobframework.GangShape(sets); err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "pytorchReplicaSpecs"), "", err.Error()))
+		errs = append(errs, field.Invalid(spec, "", err.Error()))
 	}
-	if _, err := jobframework.ReadHints(job); err != nil {
+	if _, err := jobframework.ReadHints(obj); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations"), "", err.Error()))
 	}
-	fitErrs, err := v.fitsSomeNode(ctx, sets)
+	fitErrs, err := v.fitsSomeNode(ctx, job, sets)
 	if err != nil {
-		errs = append(errs, field.InternalError(field.NewPath("spec", "pytorchReplicaSpecs"), err))
+		errs = append(errs, field.InternalError(spec, err))
 	}
 	return append(errs, fitErrs...)
 }
 
 // fitsSomeNode rejects a pod set whose pods ask for more GPUs than any node of the wanted
 // GPU model has.
-func (v *Validator) fitsSomeNode(ctx context.Context, sets []v1alpha1.PodSet) (field.ErrorList, error) {
+func (v *Validator) fitsSomeNode(ctx context.Context, job jobframework.GenericJob, sets []v1alpha1.PodSet) (field.ErrorList, error) {
 	var nodes corev1.NodeList
 	if err := v.Client.List(ctx, &nodes); err != nil {
 		return nil, err
@@ -179,7 +211,7 @@ func (v *Validator) fitsSomeNode(ctx context.Context, sets []v1alpha1.PodSet) (f
 			}
 		}
 		if s.GPUsPerPod > best {
-			p := field.NewPath("spec", "pytorchReplicaSpecs").Key(s.Name).Child("template", "spec", "containers").Key("resources.limits").Key(v.Config.GPUResource)
+			p := jobframework.PodSetPath(job, s.Name).Child("template", "spec", "containers").Key("resources.limits").Key(v.Config.GPUResource)
 			model := ""
 			if s.GPUModel != "" {
 				model = fmt.Sprintf(" of model %q", s.GPUModel)
@@ -192,9 +224,10 @@ func (v *Validator) fitsSomeNode(ctx context.Context, sets []v1alpha1.PodSet) (f
 
 // validateUpdate rejects a change of the queue or the gang shape of a job that has been
 // admitted (its Allocation has left Queued at least once).
-func (v *Validator) validateUpdate(ctx context.Context, old, job *kftraining.PyTorchJob) (field.ErrorList, error) {
+func (v *Validator) validateUpdate(ctx context.Context, old, job jobframework.GenericJob) (field.ErrorList, error) {
 	a := &v1alpha1.Allocation{}
-	err := v.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: jobframework.AllocationName(kftraining.PyTorchJobKind, job.Name)}, a)
+	obj := job.Object()
+	err := v.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: jobframework.AllocationName(v.Integration.GVK.Kind, obj.GetName())}, a)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -205,13 +238,13 @@ func (v *Validator) validateUpdate(ctx context.Context, old, job *kftraining.PyT
 		return nil, nil
 	}
 	var errs field.ErrorList
-	if oq, nq := old.Labels[v1alpha1.LabelQueue], job.Labels[v1alpha1.LabelQueue]; oq != nq {
+	if oq, nq := old.Object().GetLabels()[v1alpha1.LabelQueue], obj.GetLabels()[v1alpha1.LabelQueue]; oq != nq {
 		errs = append(errs, field.Forbidden(queuePath, fmt.Sprintf("the queue of an admitted job cannot change (from %q to %q)", oq, nq)))
 	}
-	os, oerr := (*jobframework.PyTorchJob)(old).PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
-	ns, nerr := (*jobframework.PyTorchJob)(job).PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
+	os, oerr := old.PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
+	ns, nerr := job.PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
 	if oerr == nil && (nerr != nil || !reflect.DeepEqual(os, ns)) {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "pytorchReplicaSpecs"),
+		errs = append(errs, field.Forbidden(field.NewPath("spec"),
 			fmt.Sprintf("the gang shape of an admitted job cannot change (was %s)", shape(os))))
 	}
 	return errs, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/protocol"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
 )
 
@@ -57,7 +58,7 @@ func validator(t *testing.T, objs ...client.Object) *Validator {
 	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}, {Name: "high"}}}
 	conf.Default()
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
-	return &Validator{Decoder: admission.NewDecoder(s), Client: c, Config: conf}
+	return &Validator{Integration: jobframework.PyTorchJobIntegration, Decoder: admission.NewDecoder(s), Client: c, Config: conf}
 }
 
 func TestValidateCreate(t *testing.T) {
@@ -124,7 +125,7 @@ func TestValidateUpdate(t *testing.T) {
 }
 
 func TestMutateCreate(t *testing.T) {
-	m := &Mutator{Decoder: admission.NewDecoder(scheme(t)), SocketDir: protocol.DefaultSocketDir}
+	m := &Mutator{Integration: jobframework.PyTorchJobIntegration, Decoder: admission.NewDecoder(scheme(t)), SocketDir: protocol.DefaultSocketDir}
 	job := utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Suspend(false).Obj()
 	resp := m.Handle(context.Background(), request(t, admissionv1.Create, job, nil))
 	if !resp.Allowed {

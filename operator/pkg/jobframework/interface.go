@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
@@ -32,10 +33,29 @@ type GenericJob interface {
 	Suspend(suspended bool)
 	// Finished reports whether the job has ended, and whether it succeeded.
 	Finished() (finished, succeeded bool)
-	// PodSetOf maps a pod of the job to its pod-set name and index within the pod set.
+	// PodSetOf maps a pod of the job to its pod-set name and index within the pod set. A
+	// kind whose pods carry no index returns AnyIndex: the binder gives such a pod any slot
+	// of its pod set that no other pod of the job holds.
 	PodSetOf(pod *corev1.Pod) (podSet string, index int32, ok bool)
 	// PodSelector selects the job's pods in its namespace.
 	PodSelector() map[string]string
+}
+
+// AnyIndex is the index PodSetOf returns for a pod of a kind whose pods carry no index.
+const AnyIndex int32 = -1
+
+// PodSetPaths is an optional capability: a kind that knows the field path of each pod set
+// in its spec, so that validation errors name the field. Without it errors name "spec".
+type PodSetPaths interface {
+	PodSetPath(podSet string) *field.Path
+}
+
+// PodSetPath returns the field path of a pod set of job, or spec when the kind does not know.
+func PodSetPath(job GenericJob, podSet string) *field.Path {
+	if p, ok := job.(PodSetPaths); ok {
+		return p.PodSetPath(podSet)
+	}
+	return field.NewPath("spec")
 }
 
 // Integration describes a job kind the operator manages.
@@ -50,7 +70,7 @@ type Integration struct {
 
 // Integrations lists the job kinds the operator manages.
 func Integrations() []Integration {
-	return []Integration{PyTorchJobIntegration}
+	return []Integration{PyTorchJobIntegration, RayJobIntegration}
 }
 
 // Wrap adapts obj with the first integration that accepts it, or returns nil.

@@ -18,7 +18,10 @@ import (
 // PyTorchJob adapts a Kubeflow training-operator v1 PyTorchJob.
 type PyTorchJob kftraining.PyTorchJob
 
-var _ GenericJob = (*PyTorchJob)(nil)
+var (
+	_ GenericJob  = (*PyTorchJob)(nil)
+	_ PodSetPaths = (*PyTorchJob)(nil)
+)
 
 // PyTorchJobGVK is kubeflow.org/v1 PyTorchJob.
 var PyTorchJobGVK = kftraining.GroupVersion.WithKind(kftraining.PyTorchJobKind)
@@ -59,6 +62,11 @@ func (j *PyTorchJob) replicaTypes() []kftraining.ReplicaType {
 		return strings.Compare(string(a), string(b))
 	})
 	return out
+}
+
+// PodSetPath returns the field path of a replica type's spec.
+func (j *PyTorchJob) PodSetPath(name string) *field.Path {
+	return field.NewPath("spec", "pytorchReplicaSpecs").Key(name)
 }
 
 // PodSets returns one pod set per replica type, Master first. Every replica type must ask
