@@ -4,12 +4,16 @@ package e2e
 
 import (
 	"context"
+	"strings"
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/e2e/util"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/testbed/cluster"
 )
 
@@ -60,4 +64,20 @@ func (e *specEnv) cleanup(ctx context.Context) {
 	}
 	_ = suite.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
 	_ = suite.clients.DeleteNodes(ctx, e.nodes)
+}
+
+// allocName is the name of the Allocation of a job of the suites: RayJobs are named "ray-...",
+// every other job is a PyTorchJob (jobframework.AllocationName).
+func allocName(job string) string {
+	if strings.HasPrefix(job, "ray-") {
+		return jobframework.AllocationName("RayJob", job)
+	}
+	return jobframework.AllocationName("PyTorchJob", job)
+}
+
+// gpuPods lists the pods of a job that PickyMan places (they carry its Allocation label).
+func gpuPods(ctx context.Context, ns, job string) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	err := suite.client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{pickymanv1.LabelAllocation: allocName(job)})
+	return list.Items, err
 }

@@ -134,7 +134,7 @@ var _ = ginkgo.Describe("PickyMan preemption with the checkpoint handshake", gin
 			preempting = preempting[:0]
 			for _, j := range jobs {
 				a := &pickymanv1.Allocation{}
-				g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + j}, a)).To(gomega.Succeed())
+				g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: allocName(j)}, a)).To(gomega.Succeed())
 				if a.Status.Phase == pickymanv1.AllocationPreempting {
 					preempting = append(preempting, j)
 				}
@@ -154,7 +154,7 @@ var _ = ginkgo.Describe("PickyMan preemption with the checkpoint handshake", gin
 		gomega.Expect(victims).To(gomega.Equal(cheapest))
 		for _, v := range victims {
 			a := &pickymanv1.Allocation{}
-			gomega.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + v}, a)).To(gomega.Succeed())
+			gomega.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: allocName(v)}, a)).To(gomega.Succeed())
 			gomega.Expect(a.Status.Preemptions).To(gomega.Equal(int32(1)), "preemptions of %s", v)
 			checkBoundaryCheckpoint(ctx, ns, v, watcher, size[v])
 		}
@@ -169,7 +169,7 @@ var _ = ginkgo.Describe("PickyMan preemption with the checkpoint handshake", gin
 		for _, j := range jobs {
 			if !slices.Contains(victims, j) {
 				a := &pickymanv1.Allocation{}
-				gomega.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + j}, a)).To(gomega.Succeed())
+				gomega.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: allocName(j)}, a)).To(gomega.Succeed())
 				gomega.Expect(a.Status.Preemptions).To(gomega.BeZero(), "%s was not a victim", j)
 			}
 		}
@@ -181,7 +181,7 @@ var _ = ginkgo.Describe("PickyMan preemption with the checkpoint handshake", gin
 func expectAllocationPhase(ctx context.Context, ns, job string, phase pickymanv1.AllocationPhase, timeout time.Duration) *pickymanv1.Allocation {
 	a := &pickymanv1.Allocation{}
 	gomega.EventuallyWithOffset(1, func(g gomega.Gomega) {
-		g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + job}, a)).To(gomega.Succeed())
+		g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: allocName(job)}, a)).To(gomega.Succeed())
 		g.Expect(a.Status.Phase).To(gomega.Equal(phase), "Allocation of %s/%s; conditions %v", ns, job, a.Status.Conditions)
 	}, timeout, util.Interval).Should(gomega.Succeed())
 	return a
@@ -190,7 +190,7 @@ func expectAllocationPhase(ctx context.Context, ns, job string, phase pickymanv1
 // expectProgress waits until every pod of the job reports at least epochs finished epochs.
 func expectProgress(ctx context.Context, ns, job string, epochs int32) {
 	gomega.EventuallyWithOffset(1, func(g gomega.Gomega) {
-		pods, err := util.JobPods(ctx, suite.client, ns, job)
+		pods, err := gpuPods(ctx, ns, job)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		g.Expect(pods).NotTo(gomega.BeEmpty())
 		for i := range pods {
@@ -207,7 +207,7 @@ func preempted(ctx context.Context, ns string, jobs []string) []string {
 	var out []string
 	for _, j := range jobs {
 		a := &pickymanv1.Allocation{}
-		gomega.ExpectWithOffset(1, suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + j}, a)).To(gomega.Succeed())
+		gomega.ExpectWithOffset(1, suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: allocName(j)}, a)).To(gomega.Succeed())
 		if a.Status.Preemptions > 0 {
 			out = append(out, j)
 		}
@@ -238,7 +238,7 @@ func checkBoundaryCheckpoint(ctx context.Context, ns, job string, w *util.GPUWat
 	gomega.ExpectWithOffset(1, first.Progress.EpochsDone).To(gomega.Equal(first.Ack.Epoch), "the checkpoint is at the last finished epoch")
 	gomega.ExpectWithOffset(1, first.AckSeen.After(first.DeletingSeen)).To(gomega.BeFalse(), "acknowledged at %v, deleted at %v", first.AckSeen, first.DeletingSeen)
 	a := &pickymanv1.Allocation{}
-	gomega.ExpectWithOffset(1, suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pytorchjob-" + job}, a)).To(gomega.Succeed())
+	gomega.ExpectWithOffset(1, suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: allocName(job)}, a)).To(gomega.Succeed())
 	gomega.ExpectWithOffset(1, a.Status.ResumeEpoch).To(gomega.Equal(first.Ack.Epoch))
 	c := meta.FindStatusCondition(a.Status.Conditions, pickymanv1.ConditionSuspended)
 	gomega.ExpectWithOffset(1, c).NotTo(gomega.BeNil())
@@ -272,7 +272,7 @@ func reportLatency(ns, job string, w *util.GPUWatcher) {
 		gone = w.History(ns, job)[0]
 		g.Expect(gone.GoneSeen.IsZero()).To(gomega.BeFalse(), "the first pod of %s is not gone yet", job)
 	}, util.Timeout, util.Interval).Should(gomega.Succeed())
-	decided := w.PreemptingSeen(ns, "pytorchjob-"+job, 1)
+	decided := w.PreemptingSeen(ns, allocName(job), 1)
 	gomega.ExpectWithOffset(1, decided.IsZero()).To(gomega.BeFalse())
 	total := gone.GoneSeen.Sub(decided)
 	toPod := first.RequestSeen.Sub(decided)

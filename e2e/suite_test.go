@@ -14,6 +14,7 @@ import (
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -111,6 +112,7 @@ var _ = ginkgo.BeforeSuite(func(ctx context.Context) {
 	gomega.Expect(clientgoscheme.AddToScheme(scheme)).To(gomega.Succeed())
 	gomega.Expect(kftraining.AddToScheme(scheme)).To(gomega.Succeed())
 	gomega.Expect(pickymanv1.AddToScheme(scheme)).To(gomega.Succeed())
+	gomega.Expect(rayv1.AddToScheme(scheme)).To(gomega.Succeed())
 	suite.watchClient, err = client.NewWithWatch(suite.clients.Config, client.Options{Scheme: scheme})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	suite.client = suite.watchClient

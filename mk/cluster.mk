@@ -41,7 +41,7 @@ TOOL_BINS  := $(addprefix $(BIN)/,$(TOOL_NAMES))
 ##@ Testbed cluster
 
 .PHONY: tools
-tools: $(TOOL_BINS) ## Build the control plane, kwok, training-operator and controller-gen into bin/ (only what is missing or stale).
+tools: $(TOOL_BINS) ## Build the control plane, kwok, training-operator, KubeRay's controllers and controller-gen into bin/ (only what is missing or stale).
 
 # One stamp per binary holds the version it was built at. The stamp is rewritten only when the
 # wanted version changes, so the binary is rebuilt only then, or when its tools module changes.
@@ -70,6 +70,20 @@ $(TRAINING_OPERATOR_CRDS)/.version: $(STAMPS)/training-operator tools/training-o
 	@echo '$(TRAINING_OPERATOR_VERSION)' > $@
 
 tools: $(TRAINING_OPERATOR_CRDS)/.version
+
+# KubeRay's RayCluster and RayJob controllers with the testbed dashboard (tools/kuberay: its own
+# main, KubeRay's controllers unmodified), and KubeRay's CRDs from the same module source.
+KUBERAY_VERSION := $(shell sed -n 's/^[[:space:]]*github.com\/ray-project\/kuberay\/ray-operator \(v[^ ]*\).*/\1/p' tools/kuberay/go.mod)
+$(BIN)/kuberay-operator: tools/kuberay/go.mod tools/kuberay/go.sum $(wildcard tools/kuberay/*.go)
+	@echo "build kuberay-operator $(KUBERAY_VERSION)"
+	cd tools/kuberay && $(TOOLS_ENV) $(GO) build $(TOOLS_GOFLAGS) -ldflags '-s -w' -o $@ .
+KUBERAY_CRDS := $(BIN)/kuberay-crds
+$(KUBERAY_CRDS)/.version: tools/kuberay/go.mod
+	@rm -rf $(KUBERAY_CRDS) && mkdir -p $(KUBERAY_CRDS)
+	dir=$$(cd tools/kuberay && GOWORK=off $(GO) list -m -f '{{.Dir}}' github.com/ray-project/kuberay/ray-operator) && \
+	  cp $$dir/config/crd/bases/ray.io_*.yaml $(KUBERAY_CRDS)/ && chmod u+w $(KUBERAY_CRDS)/*.yaml
+	@echo '$(KUBERAY_VERSION)' > $@
+tools: $(BIN)/kuberay-operator $(KUBERAY_CRDS)/.version
 
 # Cluster bring-up. CLUSTER_FLAGS are passed to `pickyman cluster up`, e.g.
 #   make cluster-up CLUSTER_FLAGS="--pool 4x8:A100 --pool 2x4:V100"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,19 @@ import (
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/cluster"
 )
+
+// PodJob is the name of the job a pod belongs to: the training-operator's job-name label on
+// a PyTorchJob's pods; for a RayJob's GPU pods (KubeRay labels them with their RayCluster
+// only), the job name in the PickyMan Allocation label "rayjob-<name>". "" for other pods.
+func PodJob(p *corev1.Pod) string {
+	if j := p.Labels[kftraining.JobNameLabel]; j != "" {
+		return j
+	}
+	if a, ok := strings.CutPrefix(p.Labels[pickymanv1.LabelAllocation], "rayjob-"); ok {
+		return a
+	}
+	return ""
+}
 
 // Training is what the testbed agent simulates for every pod of a job (trace time).
 type Training struct {
@@ -300,7 +314,7 @@ func (w *GPUWatcher) alloc(t watch.EventType, a *pickymanv1.Allocation) {
 
 // countLive tracks the pods of each job that exist and have not ended; the caller holds w.mu.
 func (w *GPUWatcher) countLive(t watch.EventType, p *corev1.Pod, ended bool) {
-	job := p.Labels[kftraining.JobNameLabel]
+	job := PodJob(p)
 	if job == "" {
 		return
 	}
@@ -330,7 +344,7 @@ func (w *GPUWatcher) MaxLivePods(ns, job string) int {
 func (w *GPUWatcher) record(p *corev1.Pod) {
 	r := w.history[string(p.UID)]
 	if r == nil {
-		r = &PodRecord{Namespace: p.Namespace, Name: p.Name, Job: p.Labels[kftraining.JobNameLabel], Created: time.Now()}
+		r = &PodRecord{Namespace: p.Namespace, Name: p.Name, Job: PodJob(p), Created: time.Now()}
 		w.history[string(p.UID)] = r
 	}
 	r.Node, r.Phase = p.Spec.NodeName, p.Status.Phase

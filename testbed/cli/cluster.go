@@ -97,6 +97,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	var (
 		pf           poolFlags
 		noTrainingOp bool
+		noKubeRay    bool
 		timeout      = cluster.DefaultOptions("").Timeout
 		pickyman     bool
 		operatorConf string
@@ -113,6 +114,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 			o := f.options(cmd)
 			o.Timeout = timeout
 			o.TrainingOperator = !noTrainingOp
+			o.KubeRay = !noKubeRay
 			pools, err := pf.build()
 			if err != nil {
 				return err
@@ -141,6 +143,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	}
 	pf.register(cmd)
 	cmd.Flags().BoolVar(&noTrainingOp, "no-training-operator", false, "do not install or start the training-operator")
+	cmd.Flags().BoolVar(&noKubeRay, "no-kuberay", false, "do not install KubeRay's CRDs or start its RayCluster and RayJob controllers")
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long each step may wait")
 	cmd.Flags().BoolVar(&pickyman, "pickyman", false, "also run PickyMan's operator and agent (testbed mode) as local processes under their ServiceAccounts (needs `make build`)")
 	cmd.Flags().StringVar(&operatorConf, "operator-config", "", "with --pickyman: the operator's configuration file (defaults if empty; the testbed sets its addresses)")

@@ -22,6 +22,9 @@ func Down(ctx context.Context, o Options) error {
 	if pid := readPid(o.operatorPid()); pid > 0 {
 		pids["training-operator"] = pid
 	}
+	if pid := readPid(o.kubeRayPid()); pid > 0 {
+		pids[kubeRayComponent] = pid
+	}
 	for _, c := range []string{ComponentOperator, ComponentAgent} {
 		if pid := readPid(o.componentFile(c, "pid")); pid > 0 {
 			pids[c] = pid
@@ -42,9 +45,11 @@ func Down(ctx context.Context, o Options) error {
 			}
 		}
 	}
-	if pid := pids["training-operator"]; pid > 0 {
-		if err := stopPid(pid, 10*time.Second); err != nil {
-			return fmt.Errorf("stop training-operator: %w", err)
+	for _, c := range []string{"training-operator", kubeRayComponent} {
+		if pid := pids[c]; pid > 0 {
+			if err := stopPid(pid, 10*time.Second); err != nil {
+				return fmt.Errorf("stop %s: %w", c, err)
+			}
 		}
 	}
 	// 3. The control plane and the workdir.

@@ -33,6 +33,11 @@ type Options struct {
 	Pools []Pool
 	// TrainingOperator starts the training-operator (default true from DefaultOptions).
 	TrainingOperator bool
+	// KubeRay installs KubeRay's CRDs and starts its RayCluster and RayJob controllers with
+	// the testbed dashboard (default true from DefaultOptions; kuberay.go).
+	KubeRay bool
+	// KubeRayCRDDir holds KubeRay's CRDs (copied from its module by `make tools`).
+	KubeRayCRDDir string
 	// Timeout bounds each wait in Up.
 	Timeout time.Duration
 	// Log receives progress lines; nil discards them.
@@ -44,7 +49,7 @@ type Options struct {
 // PICKYMAN_BIN override the home and the binaries directory. Outside the repository the home
 // is $HOME/.pickyman.
 func DefaultOptions(dir string) Options {
-	o := Options{Name: DefaultName, TrainingOperator: true, Timeout: 2 * time.Minute}
+	o := Options{Name: DefaultName, TrainingOperator: true, KubeRay: true, Timeout: 2 * time.Minute}
 	root, err := RepoRoot(dir)
 	if err == nil {
 		o.Home = filepath.Join(root, ".cache", "pickyman")
@@ -58,6 +63,7 @@ func DefaultOptions(dir string) Options {
 		o.Home = v
 	}
 	o.CRDDir = filepath.Join(o.BinDir, "training-operator-crds")
+	o.KubeRayCRDDir = filepath.Join(o.BinDir, "kuberay-crds")
 	return o
 }
 
@@ -91,6 +97,9 @@ func (o Options) MissingBinaries() []string {
 	}
 	if o.TrainingOperator {
 		names = append(names, "training-operator")
+	}
+	if o.KubeRay {
+		names = append(names, kubeRayComponent)
 	}
 	var missing []string
 	for _, n := range names {

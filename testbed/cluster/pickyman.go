@@ -191,13 +191,18 @@ const bindAttempts = 3
 // free port can become the source port of any outgoing connection meanwhile). Any other
 // failure is returned at once.
 func (o Options) retryBind(component string, start func() error) error {
+	return o.retryBindLog(component, o.ComponentLog(component), start)
+}
+
+// retryBindLog is retryBind for a component that logs to log.
+func (o Options) retryBindLog(component, log string, start func() error) error {
 	var err error
 	for attempt := 1; attempt <= bindAttempts; attempt++ {
 		var from int64
-		if fi, serr := os.Stat(o.ComponentLog(component)); serr == nil {
+		if fi, serr := os.Stat(log); serr == nil {
 			from = fi.Size()
 		}
-		if err = start(); err == nil || !errors.Is(err, errNotRunning) || !addressInUse(o.ComponentLog(component), from) {
+		if err = start(); err == nil || !errors.Is(err, errNotRunning) || !addressInUse(log, from) {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "testbed: %s could not bind a port (attempt %d of %d); starting it again\n", component, attempt, bindAttempts)

@@ -45,6 +45,9 @@ func GetStatus(ctx context.Context, o Options) (*Status, error) {
 	if pid := readPid(o.operatorPid()); pid > 0 {
 		pids["training-operator"] = pid
 	}
+	if pid := readPid(o.kubeRayPid()); pid > 0 {
+		pids[kubeRayComponent] = pid
+	}
 	for name, pid := range pids {
 		ps := ProcessStatus{Pid: pid, Alive: alive(pid)}
 		if ps.Alive {

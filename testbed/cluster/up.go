@@ -72,11 +72,20 @@ func Up(ctx context.Context, o Options) (*Info, error) {
 	}); err != nil {
 		return nil, err
 	}
-	// 3. CRDs of the training-operator, from its module source.
-	if o.TrainingOperator {
+	// 3. CRDs of the training-operator and of KubeRay, from their module sources.
+	if o.TrainingOperator || o.KubeRay {
 		if err := phase("crds", func() error {
-			_, err := c.ApplyCRDs(ctx, o.CRDDir, o.Timeout)
-			return err
+			if o.TrainingOperator {
+				if _, err := c.ApplyCRDs(ctx, o.CRDDir, o.Timeout); err != nil {
+					return err
+				}
+			}
+			if o.KubeRay {
+				if _, err := c.ApplyCRDs(ctx, o.KubeRayCRDDir, o.Timeout); err != nil {
+					return err
+				}
+			}
+			return nil
 		}); err != nil {
 			return nil, err
 		}
@@ -109,6 +118,12 @@ func Up(ctx context.Context, o Options) (*Info, error) {
 			_, err := o.startTrainingOperator(ctx)
 			return err
 		}); err != nil {
+			return nil, err
+		}
+	}
+	// 5b. KubeRay's controllers, as a local process.
+	if o.KubeRay {
+		if err := phase("kuberay", func() error { return o.startKubeRay(ctx) }); err != nil {
 			return nil, err
 		}
 	}

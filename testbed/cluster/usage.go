@@ -120,6 +120,9 @@ func (o Options) ClusterPids() map[string]int {
 	if pid := readPid(o.operatorPid()); alive(pid) {
 		pids["training-operator"] = pid
 	}
+	if pid := readPid(o.kubeRayPid()); alive(pid) {
+		pids[kubeRayComponent] = pid
+	}
 	for _, c := range []string{ComponentOperator, ComponentAgent} {
 		if pid := o.ComponentPid(c); pid > 0 {
 			pids[c] = pid

@@ -7,7 +7,10 @@
 // coordinator as a real training process: it registers, reports epochs, polls for checkpoint
 // requests and acknowledges them, so the operator sees the same annotations as on real
 // nodes. When its last epoch ends, the pod is completed through the cluster's completion
-// annotation (testbed/cluster/stages), which the kwok stages turn into phase Succeeded.
+// annotation (testbed/cluster/stages), which the kwok stages turn into phase Succeeded;
+// except a pod of a RayCluster, which keeps running, as a Ray worker outlives its job: the
+// job's end is read from the pods' progress (tools/kuberay's testbed dashboard) and KubeRay
+// deletes the cluster.
 //
 // Durations read from pods are in trace time; the agent divides them by the time scale
 // (TimeScale) and runs in real time, so what it reports (epoch seconds, read rates) is in the

@@ -205,6 +205,11 @@ func (tb *Testbed) Advance(ctx context.Context) error {
 	}
 	tb.mu.Unlock()
 	for _, t := range done {
+		if t.clusterMember {
+			// A Ray worker outlives the job: the job ends (the testbed dashboard reports it
+			// from the progress), and KubeRay deletes the cluster.
+			continue
+		}
 		tb.Coord.Annotate(t.pod, stages.CompleteAnnotation, stages.CompleteSucceeded)
 	}
 	tb.Coord.RefreshProgress()
@@ -229,10 +234,14 @@ func (tb *Testbed) ensureTrainer(p *corev1.Pod, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	_, t.clusterMember = p.Labels[rayClusterLabel]
 	tb.assign(t, p)
 	tb.trainers[uid] = t
 	return nil
 }
+
+// rayClusterLabel is the label KubeRay puts on every pod of a RayCluster.
+const rayClusterLabel = "ray.io/cluster"
 
 // assign gives the trainer free GPUs of its node. tb.mu held.
 func (tb *Testbed) assign(t *trainer, p *corev1.Pod) {

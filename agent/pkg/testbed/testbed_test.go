@@ -255,3 +255,38 @@ func TestSyncNodesPublishesGPULabels(t *testing.T) {
 		t.Errorf("labels of the labelled node changed (-want +got):\n%s", diff)
 	}
 }
+
+// TestRayWorkerOutlivesItsTraining: a pod of a RayCluster reports all its epochs done but is
+// not completed (a Ray worker outlives its job; KubeRay deletes the cluster), while a pod of
+// another kind finishing at the same time is.
+func TestRayWorkerOutlivesItsTraining(t *testing.T) {
+	ctx := context.Background()
+	ray := simPod("ray-worker", "kwok-0", 2, "100s", 4)
+	ray.Labels["ray.io/cluster"] = "r-raycluster"
+	kube := fake.NewClientBuilder().WithObjects(fakeNode("kwok-0"), ray, simPod("plain", "kwok-0", 2, "100s", 4)).
+		WithIndex(&corev1.Pod{}, coord.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+	clk := clocktesting.NewFakeClock(t0)
+	ph := DefaultPhysics()
+	ph.NoiseSigma = 0
+	tb := New(kube, clk, logr.Discard(), labels.SelectorFromSet(labels.Set{"type": "kwok"}), ph, 10, 1)
+	if err := tb.SyncNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{0, 5 * time.Second, 10 * time.Second, 10 * time.Second, time.Second} {
+		clk.Step(d)
+		if err := tb.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := getAnn(t, kube, "plain", stages.CompleteAnnotation); v != stages.CompleteSucceeded {
+		t.Errorf("plain pod: completion annotation %q, want %q", v, stages.CompleteSucceeded)
+	}
+	if v, ok := getAnn(t, kube, "ray-worker", stages.CompleteAnnotation); ok {
+		t.Errorf("Ray worker completed (%q); it must keep running", v)
+	}
+	var prog protocol.Progress
+	v, _ := getAnn(t, kube, "ray-worker", protocol.AnnotationProgress)
+	if err := json.Unmarshal([]byte(v), &prog); err != nil || prog.EpochsDone != 2 {
+		t.Errorf("Ray worker progress %+v (%v), want its 2 epochs done", prog, err)
+	}
+}

@@ -21,12 +21,15 @@ const (
 
 // trainer is one simulated training process (rank 0 of a one-rank pod).
 type trainer struct {
-	pod    api.Pod
-	spec   Spec
-	node   string
-	gpus   []int
-	caller api.Caller
-	noise  noise
+	pod api.Pod
+	// clusterMember marks a pod of a long-lived cluster (a RayCluster's worker): it keeps
+	// running after its last epoch instead of completing.
+	clusterMember bool
+	spec          Spec
+	node          string
+	gpus          []int
+	caller        api.Caller
+	noise         noise
 
 	phase      phase
 	epoch      int32     // epoch in progress (training) or next
