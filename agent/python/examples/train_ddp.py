@@ -17,6 +17,15 @@ Rank 0 asks the agent; its decision reaches every rank by a broadcast, so all ra
 same step. A run that completes every epoch exits 0. On start each rank asks the agent where to
 resume from and loads that checkpoint.
 
+Elastic restore: a checkpoint written by W workers restores on any number of workers. The DDP
+model and the optimizer state are the same on every rank, so they do not depend on the world
+size; what does is the data and the learning rate, which the script keeps equivalent to the
+run's first size (the reference size, kept in the checkpoint): an epoch is always
+steps x batch x reference-size samples, so with W workers it has steps x reference / W steps
+of W batches; and the learning rate follows the linear scaling rule, lr x W / reference, as the
+global batch is W batches. The step count and rate in effect are printed with the "loaded"
+event.
+
 Each notable moment is printed as a line "PICKYMAN_EVENT <json>" (with wall-clock time t) for
 tests and logs.
 """
@@ -70,7 +79,7 @@ def decide(agent, rank, device):
     return int(flag[0])
 
 
-def save(args, model, opt, epoch, rank):
+def save(args, model, opt, epoch, rank, world, ref_world):
     """Rank 0 writes the checkpoint; returns (path, bytes, seconds) for this rank."""
     path = os.path.join(args.ckpt_dir, f"ckpt-epoch{epoch}.pt")
     t0 = time.time()
@@ -78,12 +87,13 @@ def save(args, model, opt, epoch, rank):
     if rank == 0:
         os.makedirs(args.ckpt_dir, exist_ok=True)
         tmp = path + ".tmp"
-        torch.save({"epoch": epoch, "model": model.module.state_dict(), "opt": opt.state_dict()}, tmp)
+        torch.save({"epoch": epoch, "model": model.module.state_dict(), "opt": opt.state_dict(),
+                    "world": world, "ref_world": ref_world}, tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
         nbytes = os.path.getsize(path)
-        event("checkpoint", epoch=epoch, path=path, bytes=nbytes, hash=param_hash(model.module))
+        event("checkpoint", epoch=epoch, path=path, bytes=nbytes, hash=param_hash(model.module), world=world)
     dist.barrier()
     return path, nbytes, time.time() - t0
 
@@ -96,6 +106,7 @@ def main():
     ap.add_argument("--dim", type=int, default=512)
     ap.add_argument("--hidden", type=int, default=1024)
     ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--lr", type=float, default=1e-3, help="learning rate at the reference world size")
     ap.add_argument("--step-delay", type=float, default=0.0,
                     help="seconds each step waits, standing in for reading a batch from storage")
     ap.add_argument("--ckpt-dir", default="/tmp/pickyman-ckpt")
@@ -116,7 +127,8 @@ def main():
         torch.nn.Linear(args.dim, args.hidden), torch.nn.ReLU(),
         torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU(),
         torch.nn.Linear(args.hidden, args.classes))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    ref_world = world  # the first run's world size; a checkpoint carries it on
     if start.epoch > 0:
         t0 = time.time()
         state = torch.load(start.path, map_location="cpu")
@@ -124,7 +136,16 @@ def main():
             raise SystemExit(f"checkpoint {start.path} holds epoch {state['epoch']}, want {start.epoch}")
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
-        event("loaded", epoch=start.epoch, seconds=time.time() - t0, hash=param_hash(model))
+        written = state.get("world", world)
+        ref_world = state.get("ref_world", written)
+        event("loaded", epoch=start.epoch, seconds=time.time() - t0, hash=param_hash(model),
+              world=world, written_world=written)
+    # Equivalent data and learning rate at this world size (see the module docstring).
+    steps = max(1, round(args.steps * ref_world / world))
+    for g in opt.param_groups:
+        g["lr"] = args.lr * world / ref_world
+    if rank == 0:
+        event("sized", world=world, reference_world=ref_world, steps=steps, lr=args.lr * world / ref_world)
     ddp = DDP(model)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -133,7 +154,7 @@ def main():
         agent.epoch_begin(epoch)
         event("epoch_begin", epoch=epoch)
         nbytes = samples = 0
-        for step in range(args.steps):
+        for step in range(steps):
             if args.step_delay:
                 time.sleep(args.step_delay)
             x, y = batch(args, epoch, step, rank)
@@ -156,7 +177,7 @@ def main():
         flag = decide(agent, rank, device)
         periodic = args.ckpt_every > 0 and (epoch + 1) % args.ckpt_every == 0
         if flag != NONE or periodic:
-            path, written, seconds = save(args, ddp, opt, epoch + 1, rank)
+            path, written, seconds = save(args, ddp, opt, epoch + 1, rank, world, ref_world)
             last = (epoch + 1, path)
         if flag != NONE:
             req = agent.poll()

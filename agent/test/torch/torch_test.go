@@ -88,6 +88,11 @@ type event struct {
 	Rank  int     `json:"rank"`
 	Epoch int32   `json:"epoch"`
 	Hash  string  `json:"hash"`
+	// World is the world size of the run (checkpoint, loaded, sized); WrittenWorld the size
+	// the loaded checkpoint was written at; Steps the steps per epoch at this size.
+	World        int `json:"world"`
+	WrittenWorld int `json:"written_world"`
+	Steps        int `json:"steps"`
 	Path  string  `json:"path"`
 	Bytes int64   `json:"bytes"`
 }
@@ -156,15 +161,15 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// launch starts a two-worker torchrun job of the example script as pod uid.
-func launch(t *testing.T, res *ancestry, uid, sock, ckptDir string) *run {
+// launch starts a torchrun job of nproc workers of the example script as pod uid.
+func launch(t *testing.T, res *ancestry, uid, sock, ckptDir string, nproc int) *run {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "..", "python", "examples", "train_ddp.py")
 	cmd := exec.Command(python, "-m", "torch.distributed.run",
 		// -r 1 -t 1: Debian's torch 1.13 on Python 3.11 cannot parse the default "0"
 		// (enum iteration skips zero flags); redirect and tee stdout instead.
-		"--nnodes=1", "--nproc_per_node=2", "--monitor_interval=0.2", "-r", "1", "-t", "1", "--log_dir", filepath.Join(ckptDir, "..", "logs-"+uid), "--master_addr=127.0.0.1", fmt.Sprintf("--master_port=%d", freePort(t)),
+		"--nnodes=1", fmt.Sprintf("--nproc_per_node=%d", nproc), "--monitor_interval=0.2", "-r", "1", "-t", "1", "--log_dir", filepath.Join(ckptDir, "..", "logs-"+uid), "--master_addr=127.0.0.1", fmt.Sprintf("--master_port=%d", freePort(t)),
 		script, "--epochs", strconv.Itoa(epochs), "--steps", "12", "--step-delay", "0.05",
 		"--dim", "256", "--hidden", "512", "--ckpt-dir", ckptDir)
 	cmd.Env = append(os.Environ(), protocol.EnvSocket+"="+sock, "PICKYMAN_POD="+namespace+"/"+podName,
@@ -302,7 +307,7 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 
 	// 1. Run until epoch 2 is under way, then ask for a boundary checkpoint mid-epoch, as
 	//    the operator does: an annotation on the pod.
-	r1 := launch(t, res, "uid-run1", sock, ckptDir)
+	r1 := launch(t, res, "uid-run1", sock, ckptDir, 2)
 	e0 := r1.waitFor(t, "epoch_begin", 0, 300*time.Second)
 	b1 := r1.waitFor(t, "epoch_begin", 1, 300*time.Second)
 	b2 := r1.waitFor(t, "epoch_begin", 2, 300*time.Second)
@@ -373,7 +378,7 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 			t.Fatal("the agent did not pick up the new pod")
 		}
 	}
-	r2 := launch(t, res, "uid-run2", sock, ckptDir)
+	r2 := launch(t, res, "uid-run2", sock, ckptDir, 2)
 	if code, out := r2.wait(t, 600*time.Second); code != protocol.ExitDone {
 		t.Fatalf("run 2 exited %d, want %d; output:\n%s", code, protocol.ExitDone, out)
 	}
@@ -419,4 +424,147 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		t.Fatal("context ended early")
 	}
+}
+
+// agentSide is the agent of a torch test: a fake API server holding the pod, the registry and
+// coordinator, and the socket server, running until the test ends.
+type agentSide struct {
+	kube          client.Client
+	reg           *api.Registry
+	res           *ancestry
+	sock, ckptDir string
+}
+
+func startAgentSide(t *testing.T, firstUID string) *agentSide {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sockDir, err := os.MkdirTemp("", "pmtorch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agentSide{sock: filepath.Join(sockDir, protocol.SocketName), ckptDir: filepath.Join(t.TempDir(), "ckpt"), res: &ancestry{}}
+	a.kube = fake.NewClientBuilder().
+		WithObjects(makePod(firstUID, nil)).
+		WithIndex(&corev1.Pod{}, coord.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		Build()
+	co := &coord.Coordinator{Client: a.kube, Node: node, Clock: clock.RealClock{}, Log: testr.New(t), Resync: 100 * time.Millisecond}
+	a.reg = api.NewRegistry(clock.RealClock{}, co)
+	co.Registry = a.reg
+	l, err := api.Listen(a.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &api.Server{Registry: a.reg, Resolver: a.res}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); srv.Serve(ctx, l) }()
+	go func() { defer wg.Done(); co.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait(); os.RemoveAll(sockDir) })
+	return a
+}
+
+// suspendAtBoundary asks the pod for a boundary checkpoint once epoch is under way, waits for
+// every worker to exit suspended, and returns the checkpoint event and the acknowledgement.
+func (a *agentSide) suspendAtBoundary(t *testing.T, r *run, epoch int32, id string) (event, protocol.CheckpointAck) {
+	t.Helper()
+	r.waitFor(t, "epoch_begin", epoch, 300*time.Second)
+	req := protocol.CheckpointRequest{ID: id, Mode: protocol.ModeBoundary, Deadline: time.Now().Add(time.Minute).UTC()}
+	val, _ := json.Marshal(req)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(val)}}})
+	if err := a.kube.Patch(context.Background(), makePod("", nil), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := r.wait(t, 600*time.Second); code == protocol.ExitDone {
+		t.Fatalf("the run finished instead of suspending; output:\n%s", out)
+	}
+	ckpt := r.waitFor(t, "checkpoint", -1, time.Second)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var ack protocol.CheckpointAck
+		if v, ok := annotations(t, a.kube)[protocol.AnnotationCheckpointAck]; ok && json.Unmarshal([]byte(v), &ack) == nil && ack.RequestID == id {
+			if ack.Epoch != ckpt.Epoch || ack.Path != ckpt.Path {
+				t.Fatalf("ack %+v does not match checkpoint %+v", ack, ckpt)
+			}
+			return ckpt, ack
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no acknowledgement of %s on the pod", id)
+		}
+	}
+}
+
+// recreate replaces the pod by a new one (uid) with the acknowledged resume point, as the
+// operator does on resume, and waits until the agent knows it.
+func (a *agentSide) recreate(t *testing.T, uid string, ack protocol.CheckpointAck) {
+	t.Helper()
+	ctx := context.Background()
+	if err := a.kube.Delete(ctx, makePod("", nil)); err != nil {
+		t.Fatal(err)
+	}
+	rp, _ := json.Marshal(protocol.ResumePoint{Epoch: ack.Epoch, Path: ack.Path})
+	if err := a.kube.Create(ctx, makePod(uid, map[string]string{protocol.AnnotationResumeFrom: string(rp)})); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if p, ok := a.reg.Pod(uid); ok && p.Resume.Epoch == ack.Epoch {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not pick up pod %s", uid)
+		}
+	}
+}
+
+// checkRestored checks that a run loaded the checkpoint into identical parameters at its
+// world size and began at the checkpointed epoch with the steps of that size.
+func checkRestored(t *testing.T, r *run, ckpt event, world, refWorld int) {
+	t.Helper()
+	loaded := r.waitFor(t, "loaded", ckpt.Epoch, 300*time.Second)
+	if loaded.Hash != ckpt.Hash {
+		t.Fatalf("parameters after loading the checkpoint of %d workers on %d differ: %s != %s", ckpt.World, world, loaded.Hash, ckpt.Hash)
+	}
+	if loaded.World != world || loaded.WrittenWorld != ckpt.World {
+		t.Fatalf("loaded event %+v, want world %d from a checkpoint of %d", loaded, world, ckpt.World)
+	}
+	sized := r.waitFor(t, "sized", -1, time.Second)
+	if want := 12 * refWorld / world; sized.Steps != want {
+		t.Errorf("%d steps per epoch on %d workers, want %d (the reference size %d's samples)", sized.Steps, world, want, refWorld)
+	}
+	if first := r.waitFor(t, "epoch_begin", -1, time.Second); first.Epoch != ckpt.Epoch {
+		t.Fatalf("began at epoch %d, want %d", first.Epoch, ckpt.Epoch)
+	}
+}
+
+// TestTorchResizeFromCheckpoint: a job checkpointed by two workers resumes on one (shrink),
+// and checkpointed there resumes on two again (grow): each restore gives the parameters of the
+// checkpoint exactly, keeps the reference size's samples per epoch, and the job finishes.
+func TestTorchResizeFromCheckpoint(t *testing.T) {
+	if out, err := exec.Command(python, "-c", "import torch, torch.distributed as d; assert d.is_gloo_available()").CombinedOutput(); err != nil {
+		t.Fatalf("PyTorch is not usable with %s (run `make agent-deps`): %v\n%s", python, err, out)
+	}
+	a := startAgentSide(t, "uid-r1")
+
+	r1 := launch(t, a.res, "uid-r1", a.sock, a.ckptDir, 2)
+	ckpt1, ack1 := a.suspendAtBoundary(t, r1, 1, "shrink")
+	if ckpt1.World != 2 {
+		t.Fatalf("first checkpoint written by %d workers, want 2", ckpt1.World)
+	}
+
+	a.recreate(t, "uid-r2", ack1)
+	r2 := launch(t, a.res, "uid-r2", a.sock, a.ckptDir, 1)
+	checkRestored(t, r2, ckpt1, 1, 2)
+	ckpt2, ack2 := a.suspendAtBoundary(t, r2, ckpt1.Epoch+1, "grow")
+	if ckpt2.World != 1 || ckpt2.Epoch <= ckpt1.Epoch {
+		t.Fatalf("second checkpoint %+v, want one written by 1 worker after epoch %d", ckpt2, ckpt1.Epoch)
+	}
+
+	a.recreate(t, "uid-r3", ack2)
+	r3 := launch(t, a.res, "uid-r3", a.sock, a.ckptDir, 2)
+	if code, out := r3.wait(t, 600*time.Second); code != protocol.ExitDone {
+		t.Fatalf("run 3 exited %d, want %d; output:\n%s", code, protocol.ExitDone, out)
+	}
+	checkRestored(t, r3, ckpt2, 2, 2)
+	if done := r3.waitFor(t, "done", -1, time.Second); done.Epoch != epochs {
+		t.Fatalf("run 3 finished at epoch %d, want %d", done.Epoch, epochs)
+	}
+	t.Logf("shrink 2->1 at epoch %d, grow 1->2 at epoch %d, finished at %d; parameters identical after each restore", ckpt1.Epoch, ckpt2.Epoch, epochs)
 }
