@@ -39,18 +39,21 @@ type replayOptions struct {
 	keep      bool
 	compare   bool
 	stuck     time.Duration
+	kind      string
 }
 
 // newReplayCommand returns `pickyman replay`: a trace on the testbed cluster (or any
 // cluster that runs PickyMan), side by side with the simulator.
 func newReplayCommand() *cobra.Command {
 	o := replayOptions{simulateOptions: simulateOptions{cluster: "64x8", seed: 1, out: "out/replay"},
-		target: "local", name: "pickyman-replay", policy: "pickyman", timeScale: 100, compare: true, stuck: 3 * time.Minute}
+		target: "local", name: "pickyman-replay", policy: "pickyman", timeScale: 100, compare: true, stuck: 3 * time.Minute,
+		kind: replay.KindPyTorchJob}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Replay a trace on a Kubernetes cluster running PickyMan and compare with the simulator",
 		Long: "Bring up the local testbed cluster (or use --cluster KUBECONFIG, where PickyMan's\n" +
-			"operator and testbed agent already run), submit one PyTorchJob per trace job at its\n" +
+			"operator and testbed agent already run), submit one job per trace job (a PyTorchJob, or\n" +
+			"a RayJob with --kind rayjob or mixed) at its\n" +
 			"scaled arrival time, follow them to completion, read every job's timeline back from\n" +
 			"the API server, and write results.json, jobs.csv and report.html with the cluster's\n" +
 			"run and the simulator's on the same jobs and seed, plus fidelity.md with the difference.",
@@ -73,12 +76,17 @@ func newReplayCommand() *cobra.Command {
 	f.BoolVar(&o.keep, "keep-cluster", o.keep, "leave the local cluster up afterwards")
 	f.BoolVar(&o.compare, "compare", o.compare, "also simulate the same jobs and write the side-by-side")
 	f.DurationVar(&o.stuck, "stuck-after", o.stuck, "stop with a diagnosis when no job changed phase for this long (real time)")
+	f.StringVar(&o.kind, "kind", o.kind, "the kind each trace job is submitted as: "+strings.Join(replay.Kinds(), ", ")+
+		" (mixed: every second job a RayJob; RayJobs need KubeRay, which the local cluster runs)")
 	return cmd
 }
 
 func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) error {
 	if !slices.Contains(policies.Names(), o.policy) {
 		return fmt.Errorf("unknown policy %q (registered: %s)", o.policy, strings.Join(policies.Names(), ", "))
+	}
+	if _, err := replay.KindOf(o.kind, 0); err != nil {
+		return fmt.Errorf("--kind: %w", err)
 	}
 	size, err := traces.ParseCluster(o.cluster)
 	if err != nil {
@@ -140,7 +148,7 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	}
 
 	// 2. The replay.
-	ro := replay.Options{Jobs: jobs, Name: o.name, Policy: o.policy, GPUs: gpus, TimeScale: o.timeScale,
+	ro := replay.Options{Jobs: jobs, Name: o.name, Policy: o.policy, GPUs: gpus, TimeScale: o.timeScale, Kind: o.kind,
 		Namespace: "replay-" + time.Now().UTC().Format("20060102-150405"), Stuck: o.stuck, Progress: stderr}
 	if local {
 		ro.Components = func() string { return componentState(opts) }

@@ -8,10 +8,12 @@ import (
 	"strings"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
@@ -87,6 +89,80 @@ func PriorityClasses(jobs []traces.Job) []*schedulingv1.PriorityClass {
 
 // JobName is the name of the i-th job of a replay (in submit order).
 func JobName(i int) string { return fmt.Sprintf("t%05d", i) }
+
+// Kinds a replay maps trace jobs to (Options.Kind).
+const (
+	KindPyTorchJob = "pytorchjob"
+	KindRayJob     = "rayjob"
+	// KindMixed alternates: even jobs (in submit order) are PyTorchJobs, odd ones RayJobs.
+	KindMixed = "mixed"
+)
+
+// Kinds lists the values of Options.Kind.
+func Kinds() []string { return []string{KindPyTorchJob, KindRayJob, KindMixed} }
+
+// KindOf is the kind the i-th job of a replay (in submit order) is submitted as.
+func KindOf(kind string, i int) (string, error) {
+	switch kind {
+	case "", KindPyTorchJob:
+		return KindPyTorchJob, nil
+	case KindRayJob:
+		return KindRayJob, nil
+	case KindMixed:
+		if i%2 == 1 {
+			return KindRayJob, nil
+		}
+		return KindPyTorchJob, nil
+	}
+	return "", fmt.Errorf("job kind %q: want one of %s", kind, strings.Join(Kinds(), ", "))
+}
+
+// Build makes the job of the given kind for a trace job (BuildJob, BuildRayJob).
+func Build(kind string, j traces.Job, name, ns, replay string) (client.Object, error) {
+	if kind == KindRayJob {
+		return BuildRayJob(j, name, ns, replay)
+	}
+	return BuildJob(j, name, ns, replay)
+}
+
+// BuildRayJob makes the RayJob for a trace job: a RayCluster with a head without GPUs (the
+// cluster's scheduler places it) and one worker group of Workers workers of GPUsPerWorker
+// GPUs each (the gang), submitted over HTTP, the cluster deleted when the job finishes; the
+// same queue, priority, hints and pinning as BuildJob.
+func BuildRayJob(j traces.Job, name, ns, replay string) (*rayv1.RayJob, error) {
+	pj, err := BuildJob(j, name, ns, replay)
+	if err != nil {
+		return nil, err
+	}
+	var worker *kftraining.ReplicaSpec
+	for _, r := range pj.Spec.PyTorchReplicaSpecs {
+		worker = r
+		break
+	}
+	tpl := *worker.Template.DeepCopy()
+	tpl.Spec.Containers[0].Name = "ray-worker"
+	head := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "ray-head", Image: "pickyman.dev/replay:latest",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+	}}}}
+	n := j.Workers
+	return &rayv1.RayJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayJob"},
+		ObjectMeta: pj.ObjectMeta,
+		Spec: rayv1.RayJobSpec{
+			Entrypoint:               "python train.py",
+			SubmissionMode:           rayv1.HTTPMode,
+			ShutdownAfterJobFinishes: true,
+			RayClusterSpec: &rayv1.RayClusterSpec{
+				HeadGroupSpec: rayv1.HeadGroupSpec{RayStartParams: map[string]string{}, Template: head},
+				WorkerGroupSpecs: []rayv1.WorkerGroupSpec{{
+					GroupName: "gpu", Replicas: &n, MinReplicas: &n, MaxReplicas: &n,
+					RayStartParams: map[string]string{}, Template: tpl,
+				}},
+			},
+		},
+	}, nil
+}
 
 // BuildJob makes the PyTorchJob for a trace job: a master and Workers-1 workers of
 // GPUsPerWorker GPUs each (the gang), pinned to the job's GPU model if it names one, in the

@@ -43,6 +43,8 @@ type Options struct {
 	Components func() string
 	// Progress receives a progress line every few seconds (nil: none).
 	Progress io.Writer
+	// Kind maps trace jobs to job kinds: KindPyTorchJob (""), KindRayJob or KindMixed.
+	Kind string
 	// SubmitRetry is how long a submission refused for a transient reason (the API server
 	// could not reach PickyMan's webhook: the operator restarting) is retried (default 2
 	// minutes). The job's submit time stays its arrival, so the outage counts as waiting.
@@ -121,11 +123,13 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Submit < jobs[b].Submit })
 	built := make([]client.Object, len(jobs))
 	for i, j := range jobs {
-		pj, err := BuildJob(j, JobName(i), o.Namespace, o.Name)
+		kind, err := KindOf(o.Kind, i)
 		if err != nil {
 			return nil, err
 		}
-		built[i] = pj
+		if built[i], err = Build(kind, j, JobName(i), o.Namespace, o.Name); err != nil {
+			return nil, err
+		}
 	}
 	if err := prepare(ctx, c, o, jobs); err != nil {
 		return nil, err
@@ -283,7 +287,7 @@ func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub
 	byJob := map[string][]occurrence{}
 	for i := range evs.Items {
 		ev := &evs.Items[i]
-		if ev.Regarding.Kind != "PyTorchJob" {
+		if ev.Regarding.Kind != "PyTorchJob" && ev.Regarding.Kind != "RayJob" {
 			continue
 		}
 		for _, t := range eventTimes(ev) {
