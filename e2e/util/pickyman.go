@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,35 +52,42 @@ type Training struct {
 // testbed agent simulates; the hints go on the job (for the operator) and on every pod
 // template (for the agent).
 func (w *PyTorchJobWrapper) PickyMan(queue, model string, t Training) *PyTorchJobWrapper {
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
+	var templates []*corev1.PodTemplateSpec
+	for _, r := range w.Spec.PyTorchReplicaSpecs {
+		templates = append(templates, &r.Template)
 	}
-	w.Labels[pickymanv1.LabelQueue] = queue
-	w.Labels[pickymanv1.LabelModel] = model
+	applyTraining(&w.ObjectMeta, templates, queue, model, t)
+	return w
+}
+
+// applyTraining labels a job with its queue and model, annotates it with the training hints
+// (and the declared run time), and annotates each pod template with the hints and the true
+// epoch time the testbed agent simulates.
+func applyTraining(job *metav1.ObjectMeta, templates []*corev1.PodTemplateSpec, queue, model string, t Training) {
+	if job.Labels == nil {
+		job.Labels = map[string]string{}
+	}
+	job.Labels[pickymanv1.LabelQueue] = queue
+	job.Labels[pickymanv1.LabelModel] = model
 	hints := map[string]string{
 		pickymanv1.AnnotationEpochs:          strconv.Itoa(int(t.Epochs)),
 		pickymanv1.AnnotationDatasetBytes:    strconv.FormatInt(t.DatasetBytes, 10),
 		pickymanv1.AnnotationCheckpointBytes: strconv.FormatInt(t.CheckpointBytes, 10),
 	}
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
 	}
-	for k, v := range hints {
-		w.Annotations[k] = v
-	}
+	maps.Copy(job.Annotations, hints)
 	if t.Estimate > 0 {
-		w.Annotations[pickymanv1.AnnotationEstimate] = t.Estimate.String()
+		job.Annotations[pickymanv1.AnnotationEstimate] = t.Estimate.String()
 	}
-	for _, r := range w.Spec.PyTorchReplicaSpecs {
-		if r.Template.Annotations == nil {
-			r.Template.Annotations = map[string]string{}
+	for _, tpl := range templates {
+		if tpl.Annotations == nil {
+			tpl.Annotations = map[string]string{}
 		}
-		for k, v := range hints {
-			r.Template.Annotations[k] = v
-		}
-		r.Template.Annotations[SimEpochTimeAnnotation] = t.EpochTime.String()
+		maps.Copy(tpl.Annotations, hints)
+		tpl.Annotations[SimEpochTimeAnnotation] = t.EpochTime.String()
 	}
-	return w
 }
 
 // SimEpochTimeAnnotation gives the testbed agent a pod's true epoch time.

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/cluster"
 )
 
@@ -62,31 +61,10 @@ func (w *RayJobWrapper) NodeSelector(sel map[string]string) *RayJobWrapper {
 // PickyMan puts the job in a PickyMan queue, names its model, and gives its GPU workers the
 // training the testbed agent simulates (hints on the job and on the worker templates).
 func (w *RayJobWrapper) PickyMan(queue, model string, t Training) *RayJobWrapper {
-	w.Labels[pickymanv1.LabelQueue] = queue
-	w.Labels[pickymanv1.LabelModel] = model
-	hints := map[string]string{
-		pickymanv1.AnnotationEpochs:          strconv.Itoa(int(t.Epochs)),
-		pickymanv1.AnnotationDatasetBytes:    strconv.FormatInt(t.DatasetBytes, 10),
-		pickymanv1.AnnotationCheckpointBytes: strconv.FormatInt(t.CheckpointBytes, 10),
-	}
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
-	}
-	for k, v := range hints {
-		w.Annotations[k] = v
-	}
-	if t.Estimate > 0 {
-		w.Annotations[pickymanv1.AnnotationEstimate] = t.Estimate.String()
-	}
+	var templates []*corev1.PodTemplateSpec
 	for i := range w.Spec.RayClusterSpec.WorkerGroupSpecs {
-		tpl := &w.Spec.RayClusterSpec.WorkerGroupSpecs[i].Template
-		if tpl.Annotations == nil {
-			tpl.Annotations = map[string]string{}
-		}
-		for k, v := range hints {
-			tpl.Annotations[k] = v
-		}
-		tpl.Annotations[SimEpochTimeAnnotation] = t.EpochTime.String()
+		templates = append(templates, &w.Spec.RayClusterSpec.WorkerGroupSpecs[i].Template)
 	}
+	applyTraining(&w.ObjectMeta, templates, queue, model, t)
 	return w
 }

@@ -90,11 +90,11 @@ type event struct {
 	Hash  string  `json:"hash"`
 	// World is the world size of the run (checkpoint, loaded, sized); WrittenWorld the size
 	// the loaded checkpoint was written at; Steps the steps per epoch at this size.
-	World        int `json:"world"`
-	WrittenWorld int `json:"written_world"`
-	Steps        int `json:"steps"`
-	Path  string  `json:"path"`
-	Bytes int64   `json:"bytes"`
+	World        int    `json:"world"`
+	WrittenWorld int    `json:"written_world"`
+	Steps        int    `json:"steps"`
+	Path         string `json:"path"`
+	Bytes        int64  `json:"bytes"`
 }
 
 func (e event) time() time.Time { return time.Unix(0, int64(e.T*1e9)) }

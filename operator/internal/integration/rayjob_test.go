@@ -28,24 +28,14 @@ import (
 // pods (KubeRay's labels, no index: names end in a counter), and on suspend it deletes them
 // all, as KubeRay deletes the RayCluster.
 func fakeKubeRay(t *testing.T, ns string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			var jobs rayv1.RayJobList
-			if err := k8s.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
-				for i := range jobs.Items {
-					syncRayPods(ctx, &jobs.Items[i])
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
+	everyTick(t, func(ctx context.Context) {
+		var jobs rayv1.RayJobList
+		if err := k8s.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
+			for i := range jobs.Items {
+				syncRayPods(ctx, &jobs.Items[i])
 			}
 		}
-	}()
+	})
 }
 
 func syncRayPods(ctx context.Context, job *rayv1.RayJob) {

@@ -100,7 +100,7 @@ func run(m *testing.M) int {
 	env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(toCRDs, "kubeflow.org_pytorchjobs.yaml"),
+			Paths: []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(toCRDs, "kubeflow.org_pytorchjobs.yaml"),
 				filepath.Join(rayCRDs, "ray.io_rayjobs.yaml")},
 			ErrorIfPathMissing: true,
 		},
@@ -273,18 +273,25 @@ func jobPods(ns, job string) ([]corev1.Pod, error) {
 // pods of every job that is not suspended and has not finished, and deletes the pods of
 // suspended jobs, until the test ends.
 func fakeTrainingOperator(t *testing.T, ns string) {
+	everyTick(t, func(ctx context.Context) {
+		var jobs kftraining.PyTorchJobList
+		if err := k8s.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
+			for i := range jobs.Items {
+				syncPods(ctx, &jobs.Items[i])
+			}
+		}
+	})
+}
+
+// everyTick runs f every 100 ms in the background until the test ends (a fake controller).
+func everyTick(t *testing.T, f func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			var jobs kftraining.PyTorchJobList
-			if err := k8s.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
-				for i := range jobs.Items {
-					syncPods(ctx, &jobs.Items[i])
-				}
-			}
+			f(ctx)
 			select {
 			case <-ctx.Done():
 			case <-time.After(100 * time.Millisecond):

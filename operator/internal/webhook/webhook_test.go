@@ -20,8 +20,8 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/protocol"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
 func scheme(t *testing.T) *runtime.Scheme {
