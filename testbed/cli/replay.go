@@ -12,13 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 	"github.com/pickyman/pickyman/testbed/cluster"
@@ -136,11 +132,9 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kftraining.AddToScheme, pickymanv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := replay.Scheme()
+	if err != nil {
+		return err
 	}
 	c, err := client.New(clients.Config, client.Options{Scheme: scheme})
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
@@ -115,6 +117,18 @@ func KindOf(kind string, i int) (string, error) {
 		return KindPyTorchJob, nil
 	}
 	return "", fmt.Errorf("job kind %q: want one of %s", kind, strings.Join(Kinds(), ", "))
+}
+
+// Scheme is the scheme of a replay's client: Kubernetes' types, PickyMan's and every kind a
+// replay submits.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kftraining.AddToScheme, rayv1.AddToScheme, pickymanv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Build makes the job of the given kind for a trace job (BuildJob, BuildRayJob).

@@ -62,3 +62,24 @@ func TestKindOf(t *testing.T) {
 		t.Error("an unknown kind was accepted")
 	}
 }
+
+// TestSchemeKnowsEveryKind: the client scheme of a replay knows every kind it submits (a
+// RayJob submitted with a scheme without it fails before reaching the API server).
+func TestSchemeKnowsEveryKind(t *testing.T) {
+	s, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{KindPyTorchJob, KindRayJob} {
+		obj, err := Build(kind, traceJob("job-1", 2, 4), "t00000", "ns", "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.ObjectKinds(obj); err != nil {
+			t.Errorf("%s: %v", kind, err)
+		}
+	}
+	if _, _, err := s.ObjectKinds(&pickymanv1.Allocation{}); err != nil {
+		t.Errorf("Allocation: %v", err)
+	}
+}
