@@ -193,4 +193,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Leave at once: with gloo (torch 1.13) a worker can hang in the interpreter's shutdown
+    # after destroy_process_group, waiting on a background thread, and keep its launcher's
+    # output open. Everything that matters is written and acknowledged by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,6 +177,11 @@ func launch(t *testing.T, res *ancestry, uid, sock, ckptDir string, nproc int) *
 		"OMP_NUM_THREADS=1", "PYTHONUNBUFFERED=1")
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
+	// The launcher and its workers in a process group of their own, killed as a group at the
+	// end; and Wait returns once the launcher has exited even if a stray worker still holds
+	// the output open (it is killed with the group).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 10 * time.Second
 	r := &run{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -199,12 +205,8 @@ func launch(t *testing.T, res *ancestry, uid, sock, ckptDir string, nproc int) *
 	res.set(cmd.Process.Pid, uid)
 	go func() { cmd.Wait(); pw.Close(); close(r.done) }()
 	t.Cleanup(func() {
-		select {
-		case <-r.done:
-		default:
-			cmd.Process.Kill()
-			<-r.done
-		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the group: launcher and workers
+		<-r.done
 	})
 	return r
 }
