@@ -11,18 +11,14 @@ import (
 	"testing"
 	"time"
 
-	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
-	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/cluster"
+	"github.com/pickyman/pickyman/testbed/replay"
 )
 
 var (
@@ -108,11 +104,9 @@ var _ = ginkgo.BeforeSuite(func(ctx context.Context) {
 	var err error
 	suite.clients, err = cluster.NewClients(path)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	scheme := runtime.NewScheme()
-	gomega.Expect(clientgoscheme.AddToScheme(scheme)).To(gomega.Succeed())
-	gomega.Expect(kftraining.AddToScheme(scheme)).To(gomega.Succeed())
-	gomega.Expect(pickymanv1.AddToScheme(scheme)).To(gomega.Succeed())
-	gomega.Expect(rayv1.AddToScheme(scheme)).To(gomega.Succeed())
+	// The replay's scheme: Kubernetes' types, PickyMan's and every job kind.
+	scheme, err := replay.Scheme()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	suite.watchClient, err = client.NewWithWatch(suite.clients.Config, client.Options{Scheme: scheme})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	suite.client = suite.watchClient

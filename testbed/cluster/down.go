@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -18,18 +17,7 @@ func Down(ctx context.Context, o Options) error {
 		return nil
 	}
 	// 1. Record what runs, to verify afterwards.
-	pids := pidsIn(filepath.Join(o.Workdir(), "pids"))
-	if pid := readPid(o.operatorPid()); pid > 0 {
-		pids["training-operator"] = pid
-	}
-	if pid := readPid(o.kubeRayPid()); pid > 0 {
-		pids[kubeRayComponent] = pid
-	}
-	for _, c := range []string{ComponentOperator, ComponentAgent} {
-		if pid := readPid(o.componentFile(c, "pid")); pid > 0 {
-			pids[c] = pid
-		}
-	}
+	pids := o.recordedPids(true)
 	ports := map[int]string{}
 	for name, pid := range pids {
 		for _, p := range listeningPorts(pid) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -41,13 +40,7 @@ func GetStatus(ctx context.Context, o Options) (*Status, error) {
 		return s, nil
 	}
 	s.Exists = true
-	pids := pidsIn(filepath.Join(o.Workdir(), "pids"))
-	if pid := readPid(o.operatorPid()); pid > 0 {
-		pids["training-operator"] = pid
-	}
-	if pid := readPid(o.kubeRayPid()); pid > 0 {
-		pids[kubeRayComponent] = pid
-	}
+	pids := o.recordedPids(false)
 	for name, pid := range pids {
 		ps := ProcessStatus{Pid: pid, Alive: alive(pid)}
 		if ps.Alive {

@@ -116,18 +116,7 @@ func SampleUsage(ctx context.Context, pids map[string]int, d, step time.Duration
 
 // ClusterPids returns the pids of the cluster's processes by component.
 func (o Options) ClusterPids() map[string]int {
-	pids := pidsIn(filepath.Join(o.Workdir(), "pids"))
-	if pid := readPid(o.operatorPid()); alive(pid) {
-		pids["training-operator"] = pid
-	}
-	if pid := readPid(o.kubeRayPid()); alive(pid) {
-		pids[kubeRayComponent] = pid
-	}
-	for _, c := range []string{ComponentOperator, ComponentAgent} {
-		if pid := o.ComponentPid(c); pid > 0 {
-			pids[c] = pid
-		}
-	}
+	pids := o.recordedPids(true)
 	for name, pid := range pids {
 		if !alive(pid) {
 			delete(pids, name)
@@ -146,4 +135,23 @@ func PrintUsage(w io.Writer, us []Usage) {
 		rss += u.RSSMiB
 	}
 	fmt.Fprintf(w, "%-24s %8.3f %10.1f\n", "total", cpu, rss)
+}
+
+// recordedPids returns the pids the cluster's pid files record, by component: kwokctl's
+// control plane, the training-operator and KubeRay's controllers, and with pickyman also
+// PickyMan's operator and agent. The processes may have exited.
+func (o Options) recordedPids(pickyman bool) map[string]int {
+	pids := pidsIn(filepath.Join(o.Workdir(), "pids"))
+	files := map[string]string{"training-operator": o.operatorPid(), kubeRayComponent: o.kubeRayPid()}
+	if pickyman {
+		for _, c := range []string{ComponentOperator, ComponentAgent} {
+			files[c] = o.componentFile(c, "pid")
+		}
+	}
+	for name, f := range files {
+		if pid := readPid(f); pid > 0 {
+			pids[name] = pid
+		}
+	}
+	return pids
 }

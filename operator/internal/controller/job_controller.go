@@ -92,19 +92,19 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if finished, ok := job.Finished(); finished {
+		pods, err := r.podsOf(ctx, r.Client, a)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		if len(a.Status.Placement) > 0 {
-			running, err := r.podsRunning(ctx, a)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			if running > 0 {
+			if running := notEnded(pods); running > 0 {
 				// The job has ended but pods of it still hold GPUs (a Ray worker lives until
 				// KubeRay deletes the cluster): keep the placement until they end.
 				log.FromContext(ctx).V(1).Info("finished; waiting for its pods to end", "allocation", a.Name, "pods", running)
 				return ctrl.Result{RequeueAfter: time.Second}, nil
 			}
 		}
-		return ctrl.Result{}, r.finish(ctx, job, a, ok)
+		return ctrl.Result{}, r.finish(ctx, job, a, pods, ok)
 	}
 	if !reflect.DeepEqual(a.Spec, spec) && (a.Status.Phase == v1alpha1.AllocationQueued || reflect.DeepEqual(a.Spec.PodSets, spec.PodSets)) {
 		a.Spec = spec
@@ -253,30 +253,22 @@ func placementString(p []v1alpha1.NodeAssignment) string {
 	return s
 }
 
-// podsRunning counts the job's pods that have not ended (Succeeded or Failed); a pod being
-// deleted counts until it is gone.
-func (r *JobReconciler) podsRunning(ctx context.Context, a *v1alpha1.Allocation) (int, error) {
-	pods, err := r.podsOf(ctx, r.Client, a)
-	if err != nil {
-		return 0, err
-	}
+// notEnded counts the pods that have not ended (Succeeded or Failed); a pod being deleted
+// counts until it is gone.
+func notEnded(pods []*corev1.Pod) int {
 	n := 0
 	for _, p := range pods {
 		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // finish marks the Allocation Finished, frees its placement, and records the job's observed
-// epochs in its model profile.
-func (r *JobReconciler) finish(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation, succeeded bool) error {
+// epochs (read from pods, the job's pods) in its model profile.
+func (r *JobReconciler) finish(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation, pods []*corev1.Pod, succeeded bool) error {
 	now := r.now()
-	pods, err := r.podsOf(ctx, r.Client, a)
-	if err != nil {
-		return err
-	}
 	prog := ReadProgress(pods)
 	outcome := "Failed"
 	if succeeded {
