@@ -30,6 +30,12 @@ func (w *JobWrapper) GPUs(workers, perWorker int32) *JobWrapper {
 	return w
 }
 
+// Elastic makes the job elastic between lo and hi workers.
+func (w *JobWrapper) Elastic(lo, hi int32) *JobWrapper {
+	w.MinWorkers, w.MaxWorkers = lo, hi
+	return w
+}
+
 // Priority sets the priority.
 func (w *JobWrapper) Priority(p int32) *JobWrapper { w.Job.Priority = p; return w }
 

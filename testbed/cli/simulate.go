@@ -35,6 +35,8 @@ type simulateOptions struct {
 	jobs     int
 	tick     time.Duration
 	noise    float64
+	elastic  float64
+	grow     int32
 }
 
 // newSimulateCommand returns `pickyman simulate`: every policy on one trace, side by side.
@@ -64,6 +66,8 @@ func newSimulateCommand() *cobra.Command {
 	f.BoolVar(&o.ideal, "ideal", o.ideal, "free preemption and no start cost, as most research simulators assume")
 	f.DurationVar(&o.tick, "tick", o.tick, "scheduling interval while jobs wait")
 	f.Float64Var(&o.noise, "noise", o.noise, "sigma of the per-job lognormal noise on overheads and traffic (0: none)")
+	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic (0 to 1; docs/simulator.md)")
+	f.Int32Var(&o.grow, "elastic-grow", 1, "how many times its request an elastic job may grow to (1: back to its request)")
 	return cmd
 }
 
@@ -107,6 +111,13 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Check, cfg.Tick = o.seed, o.check, o.tick
 	cfg.Physics.Ideal, cfg.Physics.NoiseSigma = o.ideal, o.noise
+	if o.elastic < 0 || o.elastic > 1 {
+		return fmt.Errorf("--elastic %v: want a share between 0 and 1", o.elastic)
+	}
+	if o.grow < 1 {
+		return fmt.Errorf("--elastic-grow %d: want 1 or more", o.grow)
+	}
+	cfg.Elastic.Share, cfg.Elastic.Grow = o.elastic, o.grow
 	factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
 	cmp, err := sim.NewComparison(cluster, jobs, names, factory, cfg)
 	if err != nil {
@@ -122,7 +133,7 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	for _, n := range cluster.Pools {
 		meta.GPUs += int32(n.Count) * n.GPUs
 	}
-	meta.Cluster, meta.Seed, meta.Ideal = o.cluster, o.seed, o.ideal
+	meta.Cluster, meta.Seed, meta.Ideal, meta.Elastic, meta.ElasticGrow = o.cluster, o.seed, o.ideal, o.elastic, o.grow
 	res, err := report.Write(o.out, meta, runs)
 	if err != nil {
 		return err

@@ -16,6 +16,11 @@ type JobRecord struct {
 	// Held is the total time the job held GPUs (running, warming up, suspending).
 	Held        time.Duration
 	Preemptions int32
+	// Resizes counts the shrinks and grows of an elastic job.
+	Resizes int32
+	// GPUTime is the GPU-time the job held (held time x GPUs held, per admission); 0 in
+	// records that predate it, where Held x GPUs stands for it.
+	GPUTime time.Duration
 	// RedoneWork is work lost by suspend-now decisions (and done again).
 	RedoneWork time.Duration
 	// SuspendWait is time a preempted job held GPUs without progress that survives:

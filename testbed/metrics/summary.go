@@ -36,6 +36,7 @@ type Summary struct {
 	// UsefulUtilization is service GPU-time / (GPUs x makespan).
 	UsefulUtilization float64 `json:"useful_utilization"`
 	Preemptions       int64   `json:"preemptions"`
+	Resizes           int64   `json:"resizes,omitempty"`
 	GPUHoursLost      float64 `json:"gpu_hours_lost"`
 	// Prediction and Overhead are the relative errors the policy reported, if any.
 	Prediction *Dist `json:"prediction_error,omitempty"`
@@ -64,9 +65,14 @@ func Summarize(r *Run) Summary {
 		if j.Finish > last {
 			last = j.Finish
 		}
-		allocated += j.Held.Seconds() * float64(j.GPUs)
+		if j.GPUTime > 0 {
+			allocated += j.GPUTime.Seconds()
+		} else {
+			allocated += j.Held.Seconds() * float64(j.GPUs)
+		}
 		useful += j.Service.Seconds() * float64(j.GPUs)
 		s.Preemptions += int64(j.Preemptions)
+		s.Resizes += int64(j.Resizes)
 		s.GPUHoursLost += j.GPUSecondsLost() / 3600
 	}
 	s.Wait, s.JCT, s.Queueing = Describe(wait), Describe(jct), Describe(queueing)

@@ -17,6 +17,10 @@ type Meta struct {
 	GPUs    int32  `json:"gpus"`
 	Seed    int64  `json:"seed"`
 	Ideal   bool   `json:"ideal"`
+	// Elastic is the share of the jobs of 2 GPUs or more that were elastic.
+	Elastic float64 `json:"elastic,omitempty"`
+	// ElasticGrow is how many times its request an elastic job could grow to.
+	ElasticGrow int32 `json:"elastic_grow,omitempty"`
 	// SynthesizedFields lists the job fields the trace lacked and that were synthesized
 	// from the seed, for at least one job.
 	SynthesizedFields []string `json:"synthesized_fields"`
@@ -46,6 +50,7 @@ type Policy struct {
 	P99Queueing       float64 `json:"p99_queueing_s"`
 	Makespan          float64 `json:"makespan_s"`
 	Preemptions       int64   `json:"preemptions"`
+	Resizes           int64   `json:"resizes,omitempty"`
 	GPUHoursLost      float64 `json:"gpu_hours_lost"`
 	Utilization       float64 `json:"utilization"`
 	UsefulUtilization float64 `json:"useful_utilization"`
@@ -97,7 +102,7 @@ func Build(meta Meta, runs []*metrics.Run) *Results {
 			MeanWait: s.Wait.Mean, P50Wait: s.Wait.P50, P95Wait: s.Wait.P95, P99Wait: s.Wait.P99,
 			MeanJCT: s.JCT.Mean, P50JCT: s.JCT.P50, P95JCT: s.JCT.P95, P99JCT: s.JCT.P99,
 			MeanQueueing: s.Queueing.Mean, P99Queueing: s.Queueing.P99,
-			Makespan: s.Makespan, Preemptions: s.Preemptions, GPUHoursLost: s.GPUHoursLost,
+			Makespan: s.Makespan, Preemptions: s.Preemptions, Resizes: s.Resizes, GPUHoursLost: s.GPUHoursLost,
 			Utilization: s.Utilization, UsefulUtilization: s.UsefulUtilization,
 			Events: run.Events, Cycles: run.Cycles, WallSeconds: run.Wall.Seconds(),
 			PredictionError: errorOf(s.Prediction), OverheadError: errorOf(s.Overhead),

@@ -12,6 +12,9 @@ type row struct {
 	value func(p *Policy) string
 }
 
+// optional rows are left out when every policy shows "0" (resizes without elastic jobs).
+var optional = map[string]bool{"resizes": true}
+
 func secs(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 var rows = []row{
@@ -28,6 +31,7 @@ var rows = []row{
 	{"mean queueing (s)", func(p *Policy) string { return secs(p.MeanQueueing) }},
 	{"makespan (s)", func(p *Policy) string { return secs(p.Makespan) }},
 	{"preemptions", func(p *Policy) string { return fmt.Sprint(p.Preemptions) }},
+	{"resizes", func(p *Policy) string { return fmt.Sprint(p.Resizes) }},
 	{"GPU-hours lost", func(p *Policy) string { return fmt.Sprintf("%.2f", p.GPUHoursLost) }},
 	{"utilization", func(p *Policy) string { return fmt.Sprintf("%.3f", p.Utilization) }},
 	{"useful utilization", func(p *Policy) string { return fmt.Sprintf("%.3f", p.UsefulUtilization) }},
@@ -46,9 +50,15 @@ func (r *Results) cells() [][]string {
 	out := [][]string{append([]string{""}, names...)}
 	for _, rw := range rows {
 		line := []string{rw.label}
+		zero := true
 		for _, n := range names {
 			p := r.Policies[n]
-			line = append(line, rw.value(&p))
+			v := rw.value(&p)
+			line = append(line, v)
+			zero = zero && v == "0"
+		}
+		if optional[rw.label] && zero {
+			continue
 		}
 		out = append(out, line)
 	}

@@ -22,6 +22,11 @@ func (e *Engine) apply(t time.Duration, d *sched.Decisions) error {
 		if p.Mode != sched.SuspendNow && p.Mode != sched.SuspendBoundary {
 			return fmt.Errorf("preemption of job %s with unknown mode %q", j.s.ID, p.Mode)
 		}
+		if p.Resize != nil {
+			if err := e.checkResize(j, p); err != nil {
+				return fmt.Errorf("resize of job %s: %w", j.s.ID, err)
+			}
+		}
 		e.preempt(j, t, p)
 	}
 	for _, r := range d.Reservations {
@@ -127,8 +132,36 @@ func (e *Engine) checkSlots(j *job, slots []sched.Slot, others map[string]int32)
 			return fmt.Errorf("node %s: %d GPUs asked, %d free and not reserved for another job (used %d, reserved %d)", n.Name, need, free, n.Used, others[s.Node])
 		}
 	}
-	if workers != j.s.Workers {
-		return fmt.Errorf("placement has %d workers, job has %d", workers, j.s.Workers)
+	if lo, hi := j.s.Sizes(); workers < lo || workers > hi {
+		return fmt.Errorf("placement has %d workers, job runs on %d to %d", workers, lo, hi)
+	}
+	return nil
+}
+
+// checkResize checks a resize of an elastic job: at the boundary, to a valid placement of
+// a size the job allows, whose added GPUs are free and not reserved for another job.
+func (e *Engine) checkResize(j *job, p sched.Preemption) error {
+	if !j.s.Elastic() {
+		return fmt.Errorf("job is not elastic")
+	}
+	if p.Mode != sched.SuspendBoundary {
+		return fmt.Errorf("mode %q, a resize checkpoints at the boundary", p.Mode)
+	}
+	if err := e.checkSlots(j, p.Resize, nil); err != nil {
+		return err
+	}
+	held := map[string]int32{}
+	if e.reservations > 0 {
+		held = sched.NewIndex(&e.snap).ReservedOn()
+	}
+	for _, sl := range sched.Added(j.s.Placement, p.Resize) {
+		n := &e.nodes[e.nodeIndex[sl.Node]]
+		if n.Unschedulable {
+			return fmt.Errorf("node %s is unschedulable", n.Name)
+		}
+		if free := n.GPUs - n.Used - held[sl.Node]; sl.GPUs > free {
+			return fmt.Errorf("node %s: %d GPUs added, %d free and not reserved for another job", n.Name, sl.GPUs, free)
+		}
 	}
 	return nil
 }

@@ -80,7 +80,15 @@ func (e *Engine) checkEnd() error {
 		}
 		done++
 		r := &j.rec
-		parts := r.Service + r.RedoneWork + r.StartOverhead + r.ResumeOverhead + r.SuspendWait
+		// An elastic job that ran at other sizes did its service in another time: its held
+		// time splits into the time it made progress plus the overheads.
+		service := r.Service
+		if j.varied {
+			service = j.productive - r.RedoneWork
+		} else if e.cfg.Check && j.productive-r.RedoneWork != r.Service {
+			return fmt.Errorf("sim: job %s made progress for %v (%v redone), service is %v", j.s.ID, j.productive, r.RedoneWork, r.Service)
+		}
+		parts := service + r.RedoneWork + r.StartOverhead + r.ResumeOverhead + r.SuspendWait
 		if e.cfg.Check && parts != r.Held {
 			return fmt.Errorf("sim: job %s held GPUs %v, but service+redone+overheads = %v", j.s.ID, r.Held, parts)
 		}
@@ -105,6 +113,10 @@ func describe(d *sched.Decisions) string {
 		return strings.Join(s, "+")
 	}
 	for _, p := range d.Preemptions {
+		if p.Resize != nil {
+			parts = append(parts, fmt.Sprintf("resize %s to %s (for %q)", p.JobID, slots(p.Resize), p.For))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("preempt %s (%s, for %q)", p.JobID, p.Mode, p.For))
 	}
 	for _, r := range d.Reservations {

@@ -32,6 +32,21 @@ type Physics struct {
 	// Ideal makes preemption free, as most research simulators assume: suspends are
 	// instant and lose nothing, and starts and resumes cost nothing.
 	Ideal bool
+	// Serial is the serial fraction of an elastic job's epoch time, the a of the model
+	// profile's fit t(G) = a + b/G relative to the time at the job's requested GPUs G0:
+	// t(G) = t(G0) x (Serial + (1 - Serial) x G0 / G), Amdahl's law (default 0.1). It sets
+	// how much an elastic job slows when it shrinks and gains when it grows.
+	Serial float64
+}
+
+// Elasticity makes a share of a trace's jobs elastic (traces carry no elastic bounds).
+type Elasticity struct {
+	// Share is the fraction of jobs of 2 GPUs or more that are elastic, chosen by a hash of
+	// the job's ID and the seed (0: none, the default).
+	Share float64
+	// Grow is how many times its requested workers an elastic job may grow to (its
+	// MaxWorkers; default 1: it may shrink to half and grow back, not beyond).
+	Grow int32
 }
 
 // DefaultPhysics returns the documented defaults.
@@ -44,6 +59,7 @@ func DefaultPhysics() Physics {
 		ReadBandwidth:    1e9,
 		CheckpointPeriod: 1,
 		NoiseSigma:       0.1,
+		Serial:           0.1,
 	}
 }
 
@@ -52,6 +68,8 @@ type Config struct {
 	Physics Physics
 	// Seed seeds the per-job noise (with the job's ID).
 	Seed int64
+	// Elastic makes a share of the jobs elastic; see newJob for their bounds.
+	Elastic Elasticity
 	// Tick is the interval of scheduling cycles while a job is queued, so that policies
 	// that sort by attained service can react between events (default 60 s).
 	Tick time.Duration
@@ -98,5 +116,11 @@ func (c *Config) defaults() {
 	}
 	if c.Physics.CheckpointPeriod <= 0 {
 		c.Physics.CheckpointPeriod = 1
+	}
+	if c.Elastic.Grow <= 0 {
+		c.Elastic.Grow = 1
+	}
+	if c.Physics.Serial <= 0 || c.Physics.Serial > 1 {
+		c.Physics.Serial = d.Physics.Serial
 	}
 }

@@ -228,10 +228,11 @@ func (e *Engine) step(t time.Duration) error {
 	}
 
 	// 3. Refresh the snapshot (drop finished jobs, update what running jobs report) and
-	// 4. ask the policy, unless no job waits: then there is nothing to start and nothing
-	// to preempt for, and the cycle is skipped.
+	// 4. ask the policy, unless no job waits and no elastic job could grow into idle GPUs:
+	// then there is nothing to start, preempt for or resize, and the cycle is skipped.
 	var d sched.Decisions
-	if e.queued > 0 {
+	growable := e.growable()
+	if e.queued > 0 || growable {
 		e.refresh(t)
 		e.cycles++
 		d = e.policy.Schedule(&e.snap)
@@ -255,13 +256,26 @@ func (e *Engine) step(t time.Duration) error {
 		return err
 	}
 
-	// 6. Record the time series and keep ticking while jobs wait.
+	// 6. Record the time series and keep ticking while jobs wait or may grow.
 	e.series.Record(t, e.used, e.queued)
-	if e.queued > 0 && !e.tickPending {
+	if (e.queued > 0 || growable) && !e.tickPending {
 		e.q.push(event{at: t + e.cfg.Tick, kind: evTick})
 		e.tickPending = true
 	}
 	return nil
+}
+
+// growable reports whether GPUs are idle and an elastic job runs below its maximum size.
+func (e *Engine) growable() bool {
+	if e.cfg.Elastic.Share <= 0 || e.used >= e.gpus {
+		return false
+	}
+	for _, j := range e.active {
+		if !j.finished && j.s.Phase == sched.Running && j.s.Elastic() && j.s.Workers < j.s.MaxWorkers {
+			return true
+		}
+	}
+	return false
 }
 
 // watchIdle fails a run in which jobs wait on an idle cluster forever.

@@ -30,8 +30,18 @@ type job struct {
 	resGen uint32 // invalidates reservation timeouts
 	resAt  time.Duration
 
-	// Progress of the current admission: p(t) = min(limit, p0 + max(0, t-runFrom)).
+	// Progress of the current admission: p(t) = min(limit, p0 + rate x max(0, t-runFrom)).
+	// Progress is work time at the requested size (baseWorkers); rate is the speed at the
+	// current size relative to it, exactly 1 for a job at its requested size.
 	p0, limit, runFrom time.Duration
+	rate               float64
+	baseWorkers        int32
+	// varied: the job ran at another size than requested; productive sums the time it
+	// made progress (at any rate), for the end-of-run accounting check.
+	varied     bool
+	productive time.Duration
+	// segStart is when the job's held GPUs last changed (admission or grow), for GPUTime.
+	segStart time.Duration
 	// ckpt is the progress of the last checkpoint the job can resume from, apart from the
 	// periodic ones (the resume point of the current admission, or a suspend's checkpoint).
 	ckpt time.Duration
@@ -72,11 +82,22 @@ func newJob(tj *traces.Job, cfg *Config, maxNode int32) *job {
 	if workers <= 0 || per <= 0 || workers*per != tj.GPUs {
 		workers, per = 1, tj.GPUs
 	}
-	if per > maxNode && maxNode > 0 && (tj.Synthesized.Has(traces.FieldWorkers) || tj.Workers <= 0) {
+	shapeFree := tj.Synthesized.Has(traces.FieldWorkers) || tj.Workers <= 0
+	if per > maxNode && maxNode > 0 && shapeFree {
 		g := workers * per
 		for per = maxNode; per > 1 && g%per != 0; per-- {
 		}
 		workers = g / per
+	}
+	// An elastic job of one worker whose shape the trace did not give runs one worker per
+	// GPU, so that it can shrink and grow. Elastic bounds: half the request to Grow times it.
+	elastic := workers*per >= 2 && chosen(tj.ID, cfg.Seed, cfg.Elastic.Share)
+	if elastic && workers == 1 && shapeFree {
+		workers, per = per, 1
+	}
+	var minW, maxW int32
+	if elastic && workers >= 2 {
+		minW, maxW = (workers+1)/2, workers*max(1, cfg.Elastic.Grow)
 	}
 	j.s = sched.Job{
 		ID:              tj.ID,
@@ -84,6 +105,8 @@ func newJob(tj *traces.Job, cfg *Config, maxNode int32) *job {
 		Priority:        tj.Priority,
 		Model:           tj.Model,
 		Workers:         workers,
+		MinWorkers:      minW,
+		MaxWorkers:      maxW,
 		GPUsPerWorker:   per,
 		GPUModel:        tj.GPUModel,
 		Submit:          Epoch.Add(tj.Submit),
@@ -93,6 +116,7 @@ func newJob(tj *traces.Job, cfg *Config, maxNode int32) *job {
 		CheckpointBytes: tj.CheckpointBytes,
 		Oracle:          sched.Oracle{Known: true, Service: j.work, Remaining: j.work},
 	}
+	j.rate, j.baseWorkers = 1, workers
 	j.rec = metrics.JobRecord{ID: tj.ID, GPUs: j.s.GPUs(), Submit: tj.Submit, Service: j.work}
 	j.nStart, j.nRead, j.nWrite, j.nTraffic = 1, 1, 1, 1
 	if sigma := cfg.Physics.NoiseSigma; sigma > 0 {
@@ -106,6 +130,39 @@ func newJob(tj *traces.Job, cfg *Config, maxNode int32) *job {
 }
 
 func scale(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }
+
+// chosen reports whether job id is in the share picked by seed (a hash, so the choice does
+// not depend on the trace's order or the policy).
+func chosen(id string, seed int64, share float64) bool {
+	if share <= 0 {
+		return false
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(seed >> (8 * i))
+	}
+	h.Write(b[:])
+	return float64(h.Sum64()>>11)/float64(1<<53) < share
+}
+
+// speed is the rate of progress on workers workers relative to the requested size
+// (Physics.Serial): 1 / (serial + (1 - serial) x base / workers).
+func speed(workers, base int32, serial float64) float64 {
+	if workers == base || base <= 0 || workers <= 0 {
+		return 1
+	}
+	return 1 / (serial + (1-serial)*float64(base)/float64(workers))
+}
+
+// elapsed converts progress at the current rate into time.
+func (j *job) elapsed(dp time.Duration) time.Duration {
+	if j.rate == 1 {
+		return dp
+	}
+	return time.Duration(math.Ceil(float64(dp) / j.rate))
+}
 
 func transfer(bytes int64, bandwidth, f float64) time.Duration {
 	if bytes <= 0 || bandwidth <= 0 {
@@ -138,7 +195,11 @@ func (j *job) writeTime(ph *Physics) time.Duration {
 func (j *job) progressAt(t time.Duration) time.Duration {
 	p := j.p0
 	if t > j.runFrom {
-		p += t - j.runFrom
+		if j.rate == 1 {
+			p += t - j.runFrom
+		} else {
+			p += scale(t-j.runFrom, j.rate)
+		}
 	}
 	if p > j.limit {
 		p = j.limit
@@ -147,7 +208,7 @@ func (j *job) progressAt(t time.Duration) time.Duration {
 }
 
 // timeToReach is when the current admission reaches progress x (x >= p0).
-func (j *job) timeToReach(x time.Duration) time.Duration { return j.runFrom + (x - j.p0) }
+func (j *job) timeToReach(x time.Duration) time.Duration { return j.runFrom + j.elapsed(x-j.p0) }
 
 // checkpointFloor is the progress of the last checkpoint at or before p.
 func (j *job) checkpointFloor(p time.Duration) time.Duration {
@@ -195,10 +256,10 @@ func (j *job) refresh(t time.Duration) {
 	p := j.progressAt(t)
 	c := j.checkpointFloor(p)
 	j.s.EpochsDone = j.epochsAt(c)
-	j.s.SinceCheckpoint = p - c
+	j.s.SinceCheckpoint = j.elapsed(p - c)
 	j.s.Attained = j.attainedBase + (t-j.lastStart)*time.Duration(j.s.GPUs())
-	j.s.Oracle.Remaining = j.work - p
+	j.s.Oracle.Remaining = j.elapsed(j.work - p)
 	if j.s.EpochTime == 0 && j.epochsAt(p) >= 1 && t > j.runFrom {
-		j.s.EpochTime = j.epochLen
+		j.s.EpochTime = j.elapsed(j.epochLen)
 	}
 }

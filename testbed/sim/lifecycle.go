@@ -38,7 +38,7 @@ func (e *Engine) advance(t time.Duration) {
 		if e1, e2 := j.epochsAt(j.reportedP), j.epochsAt(p); e2 > e1 {
 			e.progress = append(e.progress, sched.Event{
 				Kind: sched.EventEpoch, Time: Epoch.Add(j.timeToReach(j.epochEnd(e2))), Job: &j.s,
-				Duration: j.epochLen, Bytes: int64(float64(j.s.DatasetBytes) * j.nTraffic),
+				Duration: j.elapsed(j.epochLen), Bytes: int64(float64(j.s.DatasetBytes) * j.nTraffic),
 			})
 		}
 		from := max(j.reportedT, j.runFrom)
@@ -98,9 +98,22 @@ func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
 		e.release(j)
 	}
 	ov := j.startOverhead(&e.cfg.Physics, resume)
+	var workers int32
+	for _, sl := range placement {
+		workers += sl.Workers
+	}
+	if workers != j.s.Workers {
+		// An elastic job (re)starts at another size: its epoch time is observed anew.
+		j.s.Workers, j.s.EpochTime = workers, 0
+	}
+	j.rate = speed(workers, j.baseWorkers, e.cfg.Physics.Serial)
+	if j.rate != 1 {
+		j.varied = true
+	}
 	j.gen++
 	j.resumed, j.warmReported = resume, false
 	j.lastStart, j.warmUntil, j.runFrom = t, t+ov, t+ov
+	j.segStart = t
 	j.p0, j.limit = j.ckpt, j.work
 	j.reportedP, j.reportedT = j.p0, t
 	j.s.Phase = sched.Running
@@ -114,7 +127,7 @@ func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
 	e.hold(placement, 1)
 	e.queued--
 	e.holding++
-	e.q.push(event{at: j.runFrom + (j.work - j.p0), kind: evFinish, job: j, gen: j.gen})
+	e.q.push(event{at: j.runFrom + j.elapsed(j.work-j.p0), kind: evFinish, job: j, gen: j.gen})
 	e.observe(sched.EventStarted, j, 0, 0)
 	if resume && e.observer != nil {
 		if ov > 0 {
@@ -130,7 +143,9 @@ func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
 // to the end of its current epoch, writes its checkpoint and frees its GPUs (at once if it
 // is exactly at a checkpoint; if the boundary is the job's end it simply finishes). Now:
 // the job stops, loses the work since its last checkpoint, and frees its GPUs after the
-// grace period. Ideal: the job stops at once and loses nothing.
+// grace period. Ideal: the job stops at once and loses nothing. A resize (p.Resize) is a
+// boundary suspend after which the job is queued with the new placement reserved for it;
+// a grow promises the added GPUs now.
 func (e *Engine) preempt(j *job, t time.Duration, p sched.Preemption) {
 	ph := &e.cfg.Physics
 	prog := j.progressAt(t)
@@ -141,7 +156,7 @@ func (e *Engine) preempt(j *job, t time.Duration, p sched.Preemption) {
 		j.limit, j.ckpt, j.stopAt, j.freeAt = prog, prog, t, t
 	case p.Mode == sched.SuspendNow:
 		c := j.checkpointFloor(prog)
-		j.rec.RedoneWork += prog - c
+		j.rec.RedoneWork += j.elapsed(prog - c)
 		j.limit, j.ckpt, j.stopAt, j.freeAt = prog, c, t, t+ph.Grace
 	default:
 		if c := j.checkpointFloor(prog); c == prog {
@@ -159,6 +174,13 @@ func (e *Engine) preempt(j *job, t time.Duration, p sched.Preemption) {
 	}
 	j.s.Phase = sched.Suspending
 	j.s.Suspend = &sched.SuspendState{Mode: p.Mode, For: p.For, Decided: Epoch.Add(t), FreeAt: Epoch.Add(j.freeAt)}
+	if p.Resize != nil {
+		j.s.Suspend.Resize = slices.Clone(p.Resize)
+		j.rec.GPUTime += (t - j.segStart) * time.Duration(sched.PlacementGPUs(j.s.Placement))
+		j.segStart = t
+		e.hold(sched.Added(j.s.Placement, p.Resize), 1)
+		j.s.Placement = sched.Union(j.s.Placement, p.Resize)
+	}
 	if finishing {
 		return
 	}
@@ -179,7 +201,9 @@ func (j *job) endAdmission(t, stop time.Duration) {
 		j.rec.StartOverhead += warm
 	}
 	held := t - j.lastStart
+	j.productive += max(0, stop-j.runFrom)
 	j.rec.Held += held
+	j.rec.GPUTime += (t - j.segStart) * time.Duration(sched.PlacementGPUs(j.s.Placement))
 	j.attainedBase += held * time.Duration(j.s.GPUs())
 	j.s.Attained = j.attainedBase
 }
@@ -189,8 +213,15 @@ func (e *Engine) free(j *job, t time.Duration) {
 	j.endAdmission(t, j.stopAt)
 	j.rec.SuspendWait += t - j.stopAt
 	j.rec.SuspendDelay += t - j.decided
-	j.rec.Preemptions++
-	j.s.Preemptions++
+	resize := j.s.Resizing()
+	var target []sched.Slot
+	if resize {
+		target = j.s.Suspend.Resize
+		j.rec.Resizes++
+	} else {
+		j.rec.Preemptions++
+		j.s.Preemptions++
+	}
 	e.hold(j.s.Placement, -1)
 	e.holding--
 	e.queued++
@@ -198,7 +229,12 @@ func (e *Engine) free(j *job, t time.Duration) {
 	j.s.Placement, j.s.Suspend = nil, nil
 	j.s.EpochsDone = j.epochsAt(j.ckpt)
 	j.s.SinceCheckpoint = 0
-	j.s.Oracle.Remaining = j.work - j.ckpt
+	j.s.Oracle.Remaining = j.elapsed(j.work - j.ckpt)
+	if resize {
+		// The job continues at its new size: the placement is reserved for it, and the
+		// policy's AdmitReserved restarts it there in the cycle that follows.
+		e.reserve(j, t, target)
+	}
 	e.observe(sched.EventSuspended, j, t-j.decided, 0)
 }
 

@@ -58,6 +58,7 @@ var registry = []struct {
 	{pickyman.Name + "-oracle", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-oracle", p) }},
 	{pickyman.Name + "-now", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-now", p) }},
 	{pickyman.Name + "-flat", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-flat", p) }},
+	{pickyman.Name + "-rigid", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-rigid", p) }},
 }
 
 // New returns the named policy configured by opts.Params.

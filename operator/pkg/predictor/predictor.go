@@ -77,6 +77,9 @@ type jobState struct {
 	traffic  Smoother
 	epochSum time.Duration
 	epochN   int32
+	// workers is the job's size when it last started; an elastic job that restarts at
+	// another size starts its epoch and traffic measurements anew.
+	workers int32
 	// published is epochN when the job's sample was last written to the profile.
 	published int32
 	first     *pending
@@ -131,15 +134,17 @@ func (p *Predictor) Fit(model string) profile.Fit { return p.fits[model] }
 func (p *Predictor) state(id string) *jobState {
 	st := p.jobs[id]
 	if st == nil {
-		st = &jobState{}
-		if p.cfg.Smoothing == SmoothEWMA {
-			st.traffic = &EWMA{Alpha: p.cfg.Alpha, Reject: p.cfg.Reject, MaxRejects: p.cfg.MaxRejects}
-		} else {
-			st.traffic = NewWindowMedian(p.cfg.Window, p.cfg.OutlierK)
-		}
+		st = &jobState{traffic: p.newSmoother()}
 		p.jobs[id] = st
 	}
 	return st
+}
+
+func (p *Predictor) newSmoother() Smoother {
+	if p.cfg.Smoothing == SmoothEWMA {
+		return &EWMA{Alpha: p.cfg.Alpha, Reject: p.cfg.Reject, MaxRejects: p.cfg.MaxRejects}
+	}
+	return NewWindowMedian(p.cfg.Window, p.cfg.OutlierK)
 }
 
 // Observe implements sched.Observer.
@@ -151,6 +156,11 @@ func (p *Predictor) Observe(ev sched.Event) {
 	switch ev.Kind {
 	case sched.EventStarted:
 		st := p.state(j.ID)
+		if st.workers != 0 && st.workers != j.Workers {
+			st.traffic = p.newSmoother()
+			st.epochSum, st.epochN, st.published = 0, 0, 0
+		}
+		st.workers = j.Workers
 		if st.first == nil {
 			st.first = &pending{p: p.Predict(j), profiled: p.fits[j.Model].N}
 		}

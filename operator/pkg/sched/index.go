@@ -86,10 +86,69 @@ func HoldOf(reservation []Slot, freeing []*Job) []Slot {
 	for _, sl := range reservation {
 		h := sl.GPUs
 		for _, f := range freeing {
-			h -= GPUsOn(f.Placement, sl.Node)
+			h -= FreedOn(f, sl.Node)
 		}
 		if h > 0 {
 			out = append(out, Slot{Node: sl.Node, Workers: sl.Workers, GPUs: h})
+		}
+	}
+	return out
+}
+
+// HoldOfFreed is HoldOf for GPUs being freed given as slots (a resize frees only part of
+// a job's placement): max(0, reserved on node - freed on node).
+func HoldOfFreed(reservation []Slot, freed []Slot) []Slot {
+	var out []Slot
+	for _, sl := range reservation {
+		if h := sl.GPUs - GPUsOn(freed, sl.Node); h > 0 {
+			out = append(out, Slot{Node: sl.Node, Workers: sl.Workers, GPUs: h})
+		}
+	}
+	return out
+}
+
+// FreedOn returns the GPUs suspending job f gives back on node when its checkpoint is
+// written: all it holds there, less what a resize keeps.
+func FreedOn(f *Job, node string) int32 {
+	n := GPUsOn(f.Placement, node)
+	if f.Resizing() {
+		n -= GPUsOn(f.Suspend.Resize, node)
+	}
+	return max(n, 0)
+}
+
+// Freed returns, by node, the part of placement that a resize to target gives back.
+func Freed(placement, target []Slot) []Slot {
+	var out []Slot
+	for _, sl := range placement {
+		if d := sl.GPUs - GPUsOn(target, sl.Node); d > 0 {
+			out = append(out, Slot{Node: sl.Node, Workers: d / max(1, sl.GPUs/max(1, sl.Workers)), GPUs: d})
+		}
+	}
+	return out
+}
+
+// Added returns, by node, the part of target that placement does not hold yet (what a
+// grow must promise).
+func Added(placement, target []Slot) []Slot { return Freed(target, placement) }
+
+// Union returns, by node, the larger of the two placements' slots: what a job holds while
+// it resizes from placement to target.
+func Union(placement, target []Slot) []Slot {
+	out := append([]Slot(nil), placement...)
+	for _, sl := range target {
+		i := -1
+		for k := range out {
+			if out[k].Node == sl.Node {
+				i = k
+				break
+			}
+		}
+		switch {
+		case i < 0:
+			out = append(out, sl)
+		case sl.GPUs > out[i].GPUs:
+			out[i] = sl
 		}
 	}
 	return out

@@ -274,7 +274,7 @@ func (v *View) findVictims(q *Job, candidates []*Job, skip []bool) ([]*Job, []Sl
 
 // CheckShape reports whether placement matches j's gang shape: every slot holds at least
 // one worker and exactly Workers x GPUsPerWorker GPUs for them, no node appears twice, and
-// the workers add up to j.Workers.
+// the workers add up to j.Workers (for an elastic job: to a size in Job.Sizes).
 func CheckShape(j *Job, placement []Slot) error {
 	var workers int32
 	seen := make(map[string]bool, len(placement))
@@ -291,8 +291,11 @@ func CheckShape(j *Job, placement []Slot) error {
 		seen[sl.Node] = true
 		workers += sl.Workers
 	}
-	if workers != j.Workers {
-		return fmt.Errorf("placement has %d workers, job has %d", workers, j.Workers)
+	if lo, hi := j.Sizes(); workers < lo || workers > hi {
+		if lo == hi {
+			return fmt.Errorf("placement has %d workers, job has %d", workers, j.Workers)
+		}
+		return fmt.Errorf("placement has %d workers, elastic job runs on %d to %d", workers, lo, hi)
 	}
 	return nil
 }

@@ -84,6 +84,52 @@ func (p *Plan) Preempt(q *Job, victims []*Job, placement []Slot, mode SuspendMod
 	p.View.Reserve(q, placement, victims)
 }
 
+// Resize records resizes of elastic running jobs (job ID to the placement it keeps) for
+// queued job q, when For is set, with a reservation of placement for q: the GPUs the
+// resizes give back and the free ones. The view holds the placement's free part. A grow
+// (For empty, no placement) promises the added GPUs at once: the view takes them.
+func (p *Plan) Resize(q *Job, resizes []Preemption, placement []Slot) {
+	var freed []Slot
+	for _, r := range resizes {
+		vj := p.Index.Job(r.JobID)
+		p.preempted[r.JobID] = true
+		r.Mode = SuspendBoundary
+		if q != nil {
+			r.For = q.ID
+		}
+		p.d.Preemptions = append(p.d.Preemptions, r)
+		if vj != nil {
+			freed = append(freed, Freed(vj.Placement, r.Resize)...)
+			p.View.Take(Added(vj.Placement, r.Resize))
+		}
+	}
+	if q == nil {
+		return
+	}
+	p.d.Reservations = append(p.d.Reservations, Reservation{JobID: q.ID, Placement: placement})
+	p.View.ReserveFreed(q, placement, freed)
+}
+
+// AdmitSized is Admit for an elastic queued job at size workers instead of j.Workers: it
+// starts j on free GPUs if a gang of that size fits (reservations and pending suspends
+// are left to Admit).
+func (p *Plan) AdmitSized(j *Job, workers int32) bool {
+	v := p.View
+	c := *j
+	c.Workers = workers
+	hold := v.Hold(j.ID)
+	v.Give(hold)
+	pl, ok := v.PlaceGang(&c)
+	if !ok {
+		v.Take(hold)
+		return false
+	}
+	delete(v.holds, j.ID)
+	v.Take(pl)
+	p.d.Starts = append(p.d.Starts, Start{JobID: j.ID, Placement: pl})
+	return true
+}
+
 // Decisions returns the decisions recorded so far.
 func (p *Plan) Decisions() Decisions { return p.d }
 

@@ -69,6 +69,11 @@ type Job struct {
 	GPUsPerWorker int32
 	// GPUModel is the GPU model the job requires, or "" for any.
 	GPUModel string
+	// MinWorkers and MaxWorkers bound an elastic job's size (torchrun's elastic
+	// min_nodes:max_nodes): it may start, resume and be resized to any worker count between
+	// them, and Workers is its current size (the size it asks for while queued). Both are 0
+	// for a rigid job, which runs on exactly Workers workers; see Elastic.
+	MinWorkers, MaxWorkers int32
 
 	Submit time.Time
 	Phase  Phase
@@ -117,9 +122,12 @@ type Job struct {
 	Oracle Oracle
 }
 
-// SuspendState describes a preemption in progress.
+// SuspendState describes a preemption or a resize in progress.
 type SuspendState struct {
 	Mode SuspendMode
+	// Resize is the placement an elastic job continues on after its checkpoint (a resize,
+	// see Preemption.Resize); nil for a suspend.
+	Resize []Slot `json:",omitempty"`
 	// For is the ID of the queued job the preemption frees GPUs for ("" if none).
 	For string
 	// Decided is when the preemption was decided.
@@ -141,6 +149,21 @@ type Oracle struct {
 // GPUs is the job's total GPU demand.
 func (j *Job) GPUs() int32 { return j.Workers * j.GPUsPerWorker }
 
+// Elastic reports whether the job may run on more than one worker count.
+func (j *Job) Elastic() bool { return j.MinWorkers > 0 && j.MaxWorkers > j.MinWorkers }
+
+// Sizes returns the worker counts the job may run on: [MinWorkers, MaxWorkers] for an
+// elastic job, Workers alone for a rigid one.
+func (j *Job) Sizes() (lo, hi int32) {
+	if j.Elastic() {
+		return j.MinWorkers, j.MaxWorkers
+	}
+	return j.Workers, j.Workers
+}
+
+// Resizing reports whether the job is suspending for a resize rather than a suspend.
+func (j *Job) Resizing() bool { return j.Suspend != nil && j.Suspend.Resize != nil }
+
 // Snapshot is the state a policy decides on. Policies must treat it as read-only.
 type Snapshot struct {
 	Now   time.Time
@@ -155,7 +178,15 @@ type Start struct {
 	Placement []Slot
 }
 
-// Preemption suspends a running job.
+// Preemption suspends a running job, or resizes an elastic one.
+//
+// A resize (Resize set) is a suspend at the epoch boundary after which the job continues on
+// the Resize placement instead of waiting in the queue: the job checkpoints, gives back the
+// GPUs of its placement that Resize does not keep, and restarts at the new size from the
+// checkpoint (torchrun's elastic restart). A grow promises the added GPUs at the decision
+// (the job's Placement becomes the union of both); when the checkpoint is written the job
+// is Queued with Resize as its own reservation, which AdmitReserved starts. Mode must be
+// SuspendBoundary.
 type Preemption struct {
 	JobID string
 	Mode  SuspendMode
@@ -163,6 +194,8 @@ type Preemption struct {
 	For string
 	// Reason is a short CamelCase reason for events and metrics.
 	Reason string
+	// Resize is the elastic job's placement after the resize; nil for a suspend.
+	Resize []Slot `json:",omitempty"`
 }
 
 // Reservation holds GPUs that are being freed for a queued job, so that no other job

@@ -12,14 +12,15 @@ import (
 //   - only Queued jobs are started or get reservations, only Running jobs are preempted
 //     (a Suspending job is never preempted again), with a known suspend mode, and a
 //     preemption For a job names a Queued job;
+//   - only elastic jobs are resized, at the boundary, to a placement of a size they allow;
 //   - every placement and reservation matches the job's gang shape (CheckShape), lies on
 //     existing schedulable nodes, and on nodes of the job's GPU model if it names one;
 //   - no node is over-committed: its used GPUs, plus the GPUs of the jobs started on it,
 //     plus the GPUs held there by reservations (the reservation of each queued job that is
 //     not started, the new one if the decisions replace it, less the GPUs that jobs
 //     suspending or being preempted for that job still hold there, see HoldOf) stay within
-//     its GPUs. A node the snapshot itself already over-commits is reported only if the
-//     decisions add to it.
+//     its GPUs, plus the GPUs a grow adds there. A node the snapshot itself already
+//     over-commits is reported only if the decisions add to it.
 func Validate(s *Snapshot, d Decisions) error {
 	ix := NewIndex(s)
 	var errs []error
@@ -67,6 +68,7 @@ func Validate(s *Snapshot, d Decisions) error {
 
 	preempted := make(map[string]bool, len(d.Preemptions))
 	freeing := make(map[string][]*Job) // new victims by the job they free GPUs for
+	var added []Slot                   // GPUs that grows promise
 	for _, p := range d.Preemptions {
 		j := ix.Job(p.JobID)
 		switch {
@@ -83,11 +85,25 @@ func Validate(s *Snapshot, d Decisions) error {
 		if p.Mode != SuspendNow && p.Mode != SuspendBoundary {
 			fail("preemption %s: unknown suspend mode %q", p.JobID, p.Mode)
 		}
+		victim := j
+		if p.Resize != nil {
+			switch {
+			case !j.Elastic():
+				fail("resize %s: job is not elastic", p.JobID)
+			case p.Mode != SuspendBoundary:
+				fail("resize %s: mode %q, a resize checkpoints at the boundary", p.JobID, p.Mode)
+			}
+			checkPlacement("resize", j, p.Resize)
+			added = append(added, Added(j.Placement, p.Resize)...)
+			c := *j
+			c.Suspend = &SuspendState{Mode: p.Mode, For: p.For, Resize: p.Resize}
+			victim = &c
+		}
 		if p.For != "" {
 			if q := ix.Job(p.For); q == nil || q.Phase != Queued {
 				fail("preemption %s: for %s, which is not a queued job", p.JobID, p.For)
 			}
-			freeing[p.For] = append(freeing[p.For], j)
+			freeing[p.For] = append(freeing[p.For], victim)
 		}
 	}
 
@@ -122,6 +138,9 @@ func Validate(s *Snapshot, d Decisions) error {
 			after[sl.Node] += sl.GPUs
 		}
 	}
+	for _, sl := range added {
+		after[sl.Node] += sl.GPUs
+	}
 	for _, q := range ix.Queued {
 		for _, sl := range ix.Hold(q) {
 			before[sl.Node] += sl.GPUs
@@ -141,7 +160,7 @@ func Validate(s *Snapshot, d Decisions) error {
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		if a := after[n.Name]; a > n.GPUs && a > before[n.Name] {
-			fail("node %s over-committed: %d GPUs promised (used %d, starts and reservations %d), has %d",
+			fail("node %s over-committed: %d GPUs promised (used %d, starts, grows and reservations %d), has %d",
 				n.Name, a, n.Used, a-n.Used, n.GPUs)
 		}
 	}

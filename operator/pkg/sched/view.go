@@ -246,8 +246,16 @@ func (v *View) StartReserved(j *Job) bool {
 // part of the placement that is free now is taken out of the view (HoldOf), the part the
 // victims still hold stays counted as used. It replaces any hold j had.
 func (v *View) Reserve(j *Job, placement []Slot, victims []*Job) {
+	v.hold(j, HoldOf(placement, victims))
+}
+
+// ReserveFreed is Reserve for GPUs being freed given as slots (by resizes).
+func (v *View) ReserveFreed(j *Job, placement []Slot, freed []Slot) {
+	v.hold(j, HoldOfFreed(placement, freed))
+}
+
+func (v *View) hold(j *Job, h []Slot) {
 	v.Give(v.holds[j.ID])
-	h := HoldOf(placement, victims)
 	v.Take(h)
 	if v.holds == nil {
 		v.holds = make(map[string][]Slot)

@@ -43,6 +43,8 @@ type cycle struct {
 	ahead   map[string]int64
 	freed   map[string]*freed
 	scratch []*sched.Job
+	// hasElastic caches anyElastic: 0 unknown, 1 yes, -1 no.
+	hasElastic int8
 }
 
 // buffers are the slices and indexes a cycle reuses from the previous one, so that a full

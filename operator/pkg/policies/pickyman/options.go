@@ -75,6 +75,9 @@ type Options struct {
 	// lightly loaded clusters with bursts of arrivals and raises it under sustained
 	// overload (docs/policy.md).
 	QueueWait bool
+	// Rigid turns elasticity off (the ablation): elastic jobs run only at the size they ask
+	// for, are never shrunk or grown, and are preempted whole like any other.
+	Rigid bool
 	// Predictor, Overhead and Store configure the learning parts; a nil Store is an
 	// in-memory profile database.
 	Predictor predictor.Config
@@ -128,8 +131,8 @@ func (o *Options) defaults() {
 	}
 }
 
-// FromParams builds the policy registered as name ("pickyman", "pickyman-<variant>", or
-// "pickyman-flat": the full policy with FlatPriority)
+// FromParams builds the policy registered as name ("pickyman", "pickyman-<variant>",
+// "pickyman-flat": the full policy with FlatPriority, or "pickyman-rigid": with Rigid)
 // from name=value parameters; it deletes every parameter it reads, so the caller can
 // report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, promote, queuewait, budget,
 // gpucost, gain, refresh, start, writebw, readbw, grace (numbers; durations as Go durations or
@@ -146,6 +149,8 @@ func FromParams(name string, params map[string]string) (*Policy, error) {
 		o.Variant = Now
 	case Name + "-flat":
 		o.FlatPriority = true
+	case Name + "-rigid":
+		o.Rigid = true
 	default:
 		return nil, fmt.Errorf("pickyman: unknown variant %q", name)
 	}

@@ -45,11 +45,14 @@ func New(o Options) *Policy {
 	return &Policy{opts: o, pred: predictor.New(o.Store, o.Predictor), ovh: overhead.New(o.Overhead), changed: true}
 }
 
-// Name returns "pickyman", "pickyman-<variant>" or "pickyman-flat".
+// Name returns "pickyman", "pickyman-<variant>", "pickyman-flat" or "pickyman-rigid".
 func (p *Policy) Name() string {
 	if p.opts.Variant == Full {
-		if p.opts.FlatPriority {
+		switch {
+		case p.opts.FlatPriority:
 			return Name + "-flat"
+		case p.opts.Rigid:
+			return Name + "-rigid"
 		}
 		return Name
 	}
@@ -99,10 +102,14 @@ type waiting struct {
 //  1. plan on the snapshot and start the jobs whose reservations are free;
 //  2. predict every job's remaining time;
 //  3. order the waiting jobs: priority class, then aged predicted remaining time;
-//  4. in that order, start each job that fits in the free GPUs (gang, best fit); for the
-//     first MaxConsidered that do not, look for a victim group among the running jobs not
-//     yet assigned and preempt it if it pays (divide);
-//  5. set each victim's suspend mode and record the overheads expected.
+//  4. in that order, start each job that fits in the free GPUs (gang, best fit), or an
+//     elastic one at a smaller size if that ends sooner than waiting (startSmaller); for
+//     the first MaxConsidered that do not, shrink elastic running jobs (shrink) or look for
+//     a victim group among the running jobs not yet assigned and preempt it (divide), if
+//     it pays;
+//  5. if no waiting job is left without GPUs, let elastic running jobs grow into the idle
+//     GPUs (grow);
+//  6. set each victim's suspend mode and record the overheads expected.
 func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan; reservations first. Without an event since the last full cycle and with the
 	// same jobs in the same phases on the same nodes, no GPU was freed and no job arrived,
@@ -121,35 +128,60 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 3. Order.
 	queue := c.order(plan.Index.Queued)
 	// 4. Start and divide.
-	considered := 0
-	for _, w := range queue {
+	considered, unserved := 0, 0
+	for i, w := range queue {
 		if c.built && c.left == 0 && plan.View.FreeGPUs("") == 0 {
+			unserved += len(queue) - i
 			break
 		}
-		if considered >= p.opts.MaxConsidered && !c.mayStart(w.j) {
+		if considered >= p.opts.MaxConsidered && !c.mayStart(w.j) && !c.elastic(w.j) {
+			unserved++
 			continue // no victim search left and it cannot start: Admit would not start it
 		}
 		if plan.Pending(w.j) {
 			continue
 		}
-		if plan.Admit(w.j) != sched.NoRoom {
+		switch plan.Admit(w.j) {
+		case sched.NoRoom:
+		case sched.Never:
+			continue
+		default:
+			continue
+		}
+		if c.startSmaller(w) {
 			continue
 		}
 		if considered >= p.opts.MaxConsidered {
+			unserved++
 			continue
 		}
 		considered++
-		if !c.divide(w) && p.opts.QueueWait {
-			if c.ahead == nil {
-				c.ahead = map[string]int64{}
+		if c.anyElastic() {
+			if c.shrink(w) {
+				continue
 			}
-			c.ahead[w.j.GPUModel] += int64(w.j.GPUs())
+		}
+		if !c.divide(w) {
+			unserved++
+			if p.opts.QueueWait {
+				if c.ahead == nil {
+					c.ahead = map[string]int64{}
+				}
+				c.ahead[w.j.GPUModel] += int64(w.j.GPUs())
+			}
 		}
 	}
-	// 5. Modes and expectations.
+	// 5. Growth into idle GPUs.
+	if unserved == 0 && !p.opts.Rigid && plan.View.FreeGPUs("") > 0 {
+		c.grow()
+	}
+	// 6. Modes and expectations.
 	d := plan.Decisions()
 	for i := range d.Preemptions {
 		pr := &d.Preemptions[i]
+		if pr.Resize != nil {
+			continue // a resize checkpoints at the boundary
+		}
 		v := c.chosen[pr.JobID]
 		pr.Mode = v.mode
 		p.ovh.Expect(v.j, v.mode, v.est, s.Now)
