@@ -41,7 +41,7 @@ TOOL_BINS  := $(addprefix $(BIN)/,$(TOOL_NAMES))
 ##@ Testbed cluster
 
 .PHONY: tools
-tools: $(TOOL_BINS) ## Build the control plane, kwok, training-operator, KubeRay's controllers and controller-gen into bin/ (only what is missing or stale).
+tools: $(TOOL_BINS) ## Build the control plane, kwok, training-operator, KubeRay's controllers and controller-gen into bin/, with the Trainer's CRDs (only what is missing or stale).
 
 # One stamp per binary holds the version it was built at. The stamp is rewritten only when the
 # wanted version changes, so the binary is rebuilt only then, or when its tools module changes.
@@ -84,6 +84,22 @@ $(KUBERAY_CRDS)/.version: tools/kuberay/go.mod
 	  cp $$dir/config/crd/bases/ray.io_*.yaml $(KUBERAY_CRDS)/ && chmod u+w $(KUBERAY_CRDS)/*.yaml
 	@echo '$(KUBERAY_VERSION)' > $@
 tools: $(BIN)/kuberay-operator $(KUBERAY_CRDS)/.version
+
+# Kubeflow Trainer v2's CRDs (TrainJob), for the operator's integration tests. The trainer's Go
+# API imports JobSet, so its module is not a dependency of this one: `go mod download` fetches
+# the module's zip alone (it does not resolve the module's dependencies) from the Go module
+# proxy, and the CRDs are copied from it.
+TRAINER_VERSION ?= v2.0.0
+TRAINER_CRDS    := $(BIN)/trainer-crds
+$(STAMPS)/trainer-crds: FORCE
+	@mkdir -p $(STAMPS); if [ "$$(cat $@ 2>/dev/null)" != '$(TRAINER_VERSION)' ]; then echo '$(TRAINER_VERSION)' > $@; fi
+$(TRAINER_CRDS)/.version: $(STAMPS)/trainer-crds
+	@rm -rf $(TRAINER_CRDS) && mkdir -p $(TRAINER_CRDS)
+	dir=$$(GOWORK=off $(GO) mod download -json github.com/kubeflow/trainer/v2@$(TRAINER_VERSION) | \
+	  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && test -n "$$dir" && \
+	  cp $$dir/manifests/base/crds/trainer.kubeflow.org_*.yaml $(TRAINER_CRDS)/ && chmod u+w $(TRAINER_CRDS)/*.yaml
+	@echo '$(TRAINER_VERSION)' > $@
+tools: $(TRAINER_CRDS)/.version
 
 # Cluster bring-up. CLUSTER_FLAGS are passed to `pickyman cluster up`, e.g.
 #   make cluster-up CLUSTER_FLAGS="--pool 4x8:A100 --pool 2x4:V100"

@@ -16,8 +16,8 @@ webhook-manifests: $(CONTROLLER_GEN) ## Regenerate config/webhook/manifests.yaml
 	$(CONTROLLER_GEN) webhook paths=./operator/internal/webhook/... output:webhook:artifacts:config=config/webhook
 
 .PHONY: test-integration
-test-integration: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the operator's integration tests against kube-apiserver and etcd from bin/.
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) -v ./operator/internal/integration/...
+test-integration: $(BIN)/kube-apiserver $(BIN)/etcd $(TRAINER_CRDS)/.version ## Run the operator's integration tests against kube-apiserver and etcd from bin/.
+	KUBEBUILDER_ASSETS=$(BIN) TRAINER_CRDS=$(TRAINER_CRDS) $(GO) test -tags integration -count=1 -timeout $(INTEGRATION_TIMEOUT) -v ./operator/internal/integration/...
 
 TEST_TARGETS += test-integration
 

@@ -63,6 +63,21 @@ func kubeRayCRDs() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases"), nil
 }
 
+// trainerCRD is the TrainJob CRD of Kubeflow Trainer v2, which `make test-integration` copies
+// into bin/trainer-crds (TRAINER_CRDS) from the trainer's module: the module is not a
+// dependency of this one (its API imports JobSet).
+func trainerCRD(root string) (string, error) {
+	dir := os.Getenv("TRAINER_CRDS")
+	if dir == "" {
+		dir = filepath.Join(root, "bin", "trainer-crds")
+	}
+	crd := filepath.Join(dir, "trainer.kubeflow.org_trainjobs.yaml")
+	if _, err := os.Stat(crd); err != nil {
+		return "", fmt.Errorf("integration: the TrainJob CRD is missing (%v); run `make test-integration`, which fetches it", err)
+	}
+	return crd, nil
+}
+
 // verbosity is the log verbosity of the operators under test: PICKYMAN_TEST_V, default 0.
 func verbosity() int {
 	v := 0
@@ -97,11 +112,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	trainJobCRD, err := trainerCRD(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions: envtest.CRDInstallOptions{
 			Paths: []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(toCRDs, "kubeflow.org_pytorchjobs.yaml"),
-				filepath.Join(rayCRDs, "ray.io_rayjobs.yaml")},
+				filepath.Join(rayCRDs, "ray.io_rayjobs.yaml"), trainJobCRD},
 			ErrorIfPathMissing: true,
 		},
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}},
@@ -194,6 +214,7 @@ func newNamespace(t *testing.T) string {
 		ctx := context.Background()
 		_ = k8s.DeleteAllOf(ctx, &kftraining.PyTorchJob{}, client.InNamespace(ns))
 		_ = k8s.DeleteAllOf(ctx, &rayv1.RayJob{}, client.InNamespace(ns))
+		_ = k8s.DeleteAllOf(ctx, jobframework.TrainJobIntegration.NewObject(), client.InNamespace(ns))
 		_ = k8s.DeleteAllOf(ctx, &v1alpha1.Allocation{}, client.InNamespace(ns))
 		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
 	})

@@ -32,12 +32,16 @@ const (
 	ValidatePyTorchJobPath = "/validate-kubeflow-org-v1-pytorchjob"
 	MutateRayJobPath       = "/mutate-ray-io-v1-rayjob"
 	ValidateRayJobPath     = "/validate-ray-io-v1-rayjob"
+	MutateTrainJobPath     = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
+	ValidateTrainJobPath   = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
 )
 
 // +kubebuilder:webhook:path=/mutate-kubeflow-org-v1-pytorchjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=kubeflow.org,resources=pytorchjobs,verbs=create,versions=v1,name=mpytorchjob.pickyman.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-kubeflow-org-v1-pytorchjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=kubeflow.org,resources=pytorchjobs,verbs=create;update,versions=v1,name=vpytorchjob.pickyman.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-ray-io-v1-rayjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create,versions=v1,name=mrayjob.pickyman.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-ray-io-v1-rayjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create;update,versions=v1,name=vrayjob.pickyman.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create,versions=v1alpha1,name=mtrainjob.pickyman.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=vtrainjob.pickyman.dev,admissionReviewVersions=v1
 
 // MutatePath and ValidatePath are the paths of a job kind's webhooks:
 // /mutate-<group with dashes>-<version>-<lower-case kind>.
@@ -49,7 +53,8 @@ func pathSuffix(gvk schema.GroupVersionKind) string {
 }
 
 // Setup registers the webhooks of every job kind on the manager's webhook server, whether or
-// not the kind's CRD is installed: the API server calls them only for kinds it serves.
+// not the kind's CRD is installed: the API server calls them only for kinds it serves. The
+// TrainJob pod webhook is registered too; it lets pods pass when TrainJobs are not served.
 func Setup(mgr ctrl.Manager, conf *configv1.Configuration) {
 	dec := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
@@ -57,6 +62,7 @@ func Setup(mgr ctrl.Manager, conf *configv1.Configuration) {
 		srv.Register(MutatePath(in.GVK), &webhook.Admission{Handler: &Mutator{Integration: in, Decoder: dec, SocketDir: protocol.DefaultSocketDir}})
 		srv.Register(ValidatePath(in.GVK), &webhook.Admission{Handler: &Validator{Integration: in, Decoder: dec, Client: mgr.GetClient(), Config: conf}})
 	}
+	srv.Register(MutateTrainJobPodPath, &webhook.Admission{Handler: &TrainJobPodMutator{Decoder: dec, Reader: mgr.GetAPIReader(), SocketDir: protocol.DefaultSocketDir}})
 }
 
 // Mutator is the mutating webhook of one job kind.
@@ -211,7 +217,7 @@ func (v *Validator) fitsSomeNode(ctx context.Context, job jobframework.GenericJo
 			}
 		}
 		if s.GPUsPerPod > best {
-			p := jobframework.PodSetPath(job, s.Name).Child("template", "spec", "containers").Key("resources.limits").Key(v.Config.GPUResource)
+			p := jobframework.GPULimitPath(job, s.Name, v.Config.GPUResource)
 			model := ""
 			if s.GPUModel != "" {
 				model = fmt.Sprintf(" of model %q", s.GPUModel)

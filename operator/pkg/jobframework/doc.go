@@ -4,6 +4,6 @@
 // the kind's own suspend field, reports when it has finished, and maps each of its pods to a
 // pod set and an index so that the operator's binder can place every pod on the node its
 // gang placement chose. Kinds are listed explicitly in Integrations (no init-time
-// registration); the PyTorchJob adapter (kubeflow.org/v1) is the first, and a RayJob or a
-// TrainJob adapter costs one file each.
+// registration): PyTorchJob (kubeflow.org/v1), RayJob (ray.io/v1) and TrainJob
+// (trainer.kubeflow.org/v1alpha1), one file each.
 package jobframework

@@ -58,6 +58,21 @@ func PodSetPath(job GenericJob, podSet string) *field.Path {
 	return field.NewPath("spec")
 }
 
+// GPULimitPaths is an optional capability: a kind whose pod sets' GPU limits are not in a pod
+// template (a TrainJob's is in spec.trainer.resourcesPerNode). Without it the path is the pod
+// set's template's containers' limit.
+type GPULimitPaths interface {
+	GPULimitPath(podSet, gpuResource string) *field.Path
+}
+
+// GPULimitPath returns the field path of the GPU limit of a pod set of job.
+func GPULimitPath(job GenericJob, podSet, gpuResource string) *field.Path {
+	if p, ok := job.(GPULimitPaths); ok {
+		return p.GPULimitPath(podSet, gpuResource)
+	}
+	return PodSetPath(job, podSet).Child("template", "spec", "containers").Key("resources.limits").Key(gpuResource)
+}
+
 // Integration describes a job kind the operator manages.
 type Integration struct {
 	GVK schema.GroupVersionKind
@@ -70,7 +85,7 @@ type Integration struct {
 
 // Integrations lists the job kinds the operator manages.
 func Integrations() []Integration {
-	return []Integration{PyTorchJobIntegration, RayJobIntegration}
+	return []Integration{PyTorchJobIntegration, RayJobIntegration, TrainJobIntegration}
 }
 
 // Wrap adapts obj with the first integration that accepts it, or returns nil.

@@ -1,0 +1,312 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	utiltesting "github.com/pickyman/pickyman/internal/testing"
+	"github.com/pickyman/pickyman/operator/internal/controller"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
+)
+
+// fakeTrainer stands in for the Trainer's TrainJob controller, JobSet and the Job controller
+// in namespace ns (the Trainer needs JobSet, which is not run here): for every TrainJob that
+// is not suspended and has not finished it creates the node job's spec.trainer.numNodes pods
+// with JobSet's labels and the Job controller's completion index, through the API server and
+// so through the operator's pod webhook; on suspend or finish it deletes them, as the
+// suspended JobSet's Jobs do.
+func fakeTrainer(t *testing.T, ns string) {
+	everyTick(t, func(ctx context.Context) {
+		list := jobframework.TrainJobIntegration.NewList()
+		if err := k8s.List(ctx, list, client.InNamespace(ns)); err == nil {
+			for i := range list.(*unstructured.UnstructuredList).Items {
+				syncTrainPods(ctx, &list.(*unstructured.UnstructuredList).Items[i])
+			}
+		}
+	})
+}
+
+func syncTrainPods(ctx context.Context, job *unstructured.Unstructured) {
+	g := jobframework.TrainJobIntegration.Wrap(job)
+	jobSet := client.MatchingLabels{jobframework.JobSetNameLabel: job.GetName()}
+	if fin, _ := g.Finished(); fin || g.IsSuspended() {
+		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(job.GetNamespace()), jobSet, client.GracePeriodSeconds(0))
+		return
+	}
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(job.GetNamespace()), jobSet); err != nil || len(pods.Items) > 0 {
+		return
+	}
+	n, _, _ := unstructured.NestedInt64(job.Object, "spec", "trainer", "numNodes")
+	// A generation counter in the names: the Job controller names pods with random suffixes.
+	gen := time.Now().UnixNano() % 1e6
+	for i := range int32(n) {
+		if err := k8s.Create(ctx, utiltesting.MakeTrainJobPod(job, i, gen)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return
+		}
+	}
+}
+
+// trainPods lists the pods of a TrainJob that PickyMan places (they carry its Allocation's
+// label, which only the operator's pod webhook gives them).
+func trainPods(ns, job string) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	err := k8s.List(context.Background(), &list, client.InNamespace(ns),
+		client.MatchingLabels{v1alpha1.LabelAllocation: jobframework.AllocationName("TrainJob", job)})
+	return list.Items, err
+}
+
+// trainPodsPinned checks that n pods of a TrainJob are live and each is bound to the node
+// its Allocation's placement gives its completion index, one per node, and that they are
+// PickyMan's: its scheduler, the agent's socket, and the resume point want (when not "").
+func trainPodsPinned(ns, job string, n int, want *protocol.ResumePoint) error {
+	a, err := trainAllocation(ns, job)
+	if err != nil {
+		return err
+	}
+	pods, err := trainPods(ns, job)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		var idx int32
+		fmt.Sscan(p.Labels["batch.kubernetes.io/job-completion-index"], &idx)
+		node, _ := controller.NodeFor(a.Status.Placement, jobframework.TrainJobNodePodSet, idx)
+		switch {
+		case p.Spec.NodeName == "" || p.Spec.NodeName != node:
+			return fmt.Errorf("pod %s (index %d) on %q, want %q", p.Name, idx, p.Spec.NodeName, node)
+		case seen[node]:
+			return fmt.Errorf("two pods of %s on %s", job, node)
+		case p.Spec.SchedulerName != v1alpha1.SchedulerName:
+			return fmt.Errorf("pod %s has scheduler %q", p.Name, p.Spec.SchedulerName)
+		case !hasEnv(&p, protocol.EnvSocket):
+			return fmt.Errorf("pod %s lacks %s", p.Name, protocol.EnvSocket)
+		}
+		seen[node] = true
+		if want != nil {
+			var rp protocol.ResumePoint
+			if err := json.Unmarshal([]byte(p.Annotations[protocol.AnnotationResumeFrom]), &rp); err != nil || rp != *want {
+				return fmt.Errorf("pod %s resumes from %q, want %+v", p.Name, p.Annotations[protocol.AnnotationResumeFrom], *want)
+			}
+		}
+	}
+	if len(seen) != n {
+		return fmt.Errorf("%d pods of %s bound, want %d", len(seen), job, n)
+	}
+	return nil
+}
+
+func trainAllocation(ns, job string) (*v1alpha1.Allocation, error) {
+	a := &v1alpha1.Allocation{}
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobframework.AllocationName("TrainJob", job)}, a)
+	return a, err
+}
+
+func waitTrainPhase(t *testing.T, ns, job string, phase v1alpha1.AllocationPhase, timeout time.Duration) *v1alpha1.Allocation {
+	t.Helper()
+	var a *v1alpha1.Allocation
+	eventually(t, timeout, func() error {
+		var err error
+		if a, err = trainAllocation(ns, job); err != nil {
+			return err
+		}
+		if a.Status.Phase != phase {
+			return fmt.Errorf("allocation %s is %q, want %q", a.Name, a.Status.Phase, phase)
+		}
+		return nil
+	})
+	return a
+}
+
+func getTrainJob(t *testing.T, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := jobframework.TrainJobIntegration.NewObject().(*unstructured.Unstructured)
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// A TrainJob goes through the same adapter as the other kinds, against the Trainer v2.0 CRD:
+// the webhook creates it suspended, it is admitted as one gang of numNodes pods, the
+// operator's pod webhook makes its node pods PickyMan's and the binder pins each to the node
+// of its completion index, a high-priority PyTorchJob preempts it through the checkpoint
+// handshake (spec.suspend only after the acknowledgements), it resumes from the acknowledged
+// epoch, and its Allocation finishes when the TrainJob is Complete.
+func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
+	ns := newNamespace(t)
+	makeNodes(t, 8, "tj-a", "tj-b")
+	fakeTrainer(t, ns)
+	fakeTrainingOperator(t, ns)
+	startOperator(t, testConfig("kueue"))
+	ctx := context.Background()
+
+	low := utiltesting.MakeTrainJob("low", ns).Queue("low").Nodes(2).GPUs(8).GPUProduct("nvidia.com/gpu.product", "A100").Obj()
+	if err := k8s.Create(ctx, low); err != nil {
+		t.Fatal(err)
+	}
+	if got := getTrainJob(t, ns, "low"); !jobframework.TrainJobIntegration.Wrap(got).IsSuspended() {
+		t.Error("the webhook did not create the TrainJob suspended")
+	}
+
+	a := waitTrainPhase(t, ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
+	want := []v1alpha1.PodSet{{Name: "node", Count: 2, GPUsPerPod: 8, GPUModel: "A100"}}
+	if fmt.Sprint(a.Spec.PodSets) != fmt.Sprint(want) {
+		t.Errorf("pod sets %+v, want %+v", a.Spec.PodSets, want)
+	}
+	if got := len(controller.GPUsByNode(a.Status.Placement)); got != 2 {
+		t.Errorf("placement %v spans %d nodes, want 2", a.Status.Placement, got)
+	}
+	eventually(t, 20*time.Second, func() error { return trainPodsPinned(ns, "low", 2, &protocol.ResumePoint{}) })
+	// The operator's writes kept the fields the adapter does not model.
+	job := getTrainJob(t, ns, "low")
+	if jobframework.TrainJobIntegration.Wrap(job).IsSuspended() {
+		t.Error("admitted TrainJob still suspended")
+	}
+	if img, _, _ := unstructured.NestedString(job.Object, "spec", "trainer", "image"); !strings.HasPrefix(img, "pytorch/pytorch") {
+		t.Errorf("spec.trainer.image = %q after the operator's update", img)
+	}
+	if rt, _, _ := unstructured.NestedString(job.Object, "spec", "runtimeRef", "name"); rt != "torch-distributed" {
+		t.Errorf("spec.runtimeRef.name = %q after the operator's update", rt)
+	}
+
+	high := utiltesting.MakePyTorchJob("high", ns).Queue("high").Master(8).Obj()
+	if err := k8s.Create(ctx, high); err != nil {
+		t.Fatal(err)
+	}
+	p := waitTrainPhase(t, ns, "low", v1alpha1.AllocationPreempting, 20*time.Second)
+	id := p.Status.Checkpoint.ID
+	var pods []corev1.Pod
+	eventually(t, 10*time.Second, func() error {
+		var err error
+		if pods, err = trainPods(ns, "low"); err != nil {
+			return err
+		}
+		for _, pod := range pods {
+			var req protocol.CheckpointRequest
+			if err := json.Unmarshal([]byte(pod.Annotations[protocol.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id {
+				return fmt.Errorf("pod %s has no request %s", pod.Name, id)
+			}
+		}
+		return nil
+	})
+	// The TrainJob is not suspended before every node pod has checkpointed.
+	if jobframework.TrainJobIntegration.Wrap(getTrainJob(t, ns, "low")).IsSuspended() {
+		t.Fatal("TrainJob suspended before its pods acknowledged the checkpoint")
+	}
+	for i := range pods {
+		v, _ := json.Marshal(protocol.CheckpointAck{RequestID: id, Epoch: 2, Path: "/ckpt/train", Time: time.Now()})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointAck: string(v)}}})
+		if err := k8s.Patch(ctx, &pods[i], client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := waitTrainPhase(t, ns, "low", v1alpha1.AllocationQueued, 20*time.Second)
+	if q.Status.ResumeEpoch != 2 || q.Status.Preemptions != 1 {
+		t.Errorf("resume epoch %d preemptions %d, want 2 and 1", q.Status.ResumeEpoch, q.Status.Preemptions)
+	}
+	if !jobframework.TrainJobIntegration.Wrap(getTrainJob(t, ns, "low")).IsSuspended() {
+		t.Fatal("TrainJob not suspended after the handshake")
+	}
+	waitPhase(t, ns, "high", v1alpha1.AllocationAdmitted, 20*time.Second)
+
+	// The new pods start from the acknowledged checkpoint.
+	finishJob(t, ns, "high")
+	waitTrainPhase(t, ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
+	eventually(t, 20*time.Second, func() error {
+		return trainPodsPinned(ns, "low", 2, &protocol.ResumePoint{Epoch: 2, Path: "/ckpt/train"})
+	})
+
+	// Complete, as the Trainer reports its JobSet's completion.
+	eventually(t, 10*time.Second, func() error {
+		job := getTrainJob(t, ns, "low")
+		conds, _, _ := unstructured.NestedSlice(job.Object, "status", "conditions")
+		conds = append(conds, map[string]any{"type": "Complete", "status": string(metav1.ConditionTrue), "reason": "JobSetCompleted",
+			"message": "jobset completed", "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)})
+		if err := unstructured.SetNestedSlice(job.Object, conds, "status", "conditions"); err != nil {
+			return err
+		}
+		return k8s.Status().Update(ctx, job)
+	})
+	f := waitTrainPhase(t, ns, "low", v1alpha1.AllocationFinished, 20*time.Second)
+	if condition(f, v1alpha1.ConditionFinished) != "Succeeded" {
+		t.Errorf("finished with %q, want Succeeded", condition(f, v1alpha1.ConditionFinished))
+	}
+}
+
+// An invalid TrainJob is rejected by the webhook with the field and the reason; a TrainJob
+// without the queue label is left alone.
+func TestTrainJobRejected(t *testing.T) {
+	ns := newNamespace(t)
+	makeNodes(t, 8, "tjrej-a")
+	startOperator(t, testConfig("fifo"))
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		job  *unstructured.Unstructured
+		want []string
+	}{
+		"no numNodes": {
+			job:  utiltesting.MakeTrainJob("nonodes", ns).GPUs(8).Obj(),
+			want: []string{"spec.trainer.numNodes", "Required value"},
+		},
+		"no GPU limit": {
+			job:  utiltesting.MakeTrainJob("nogpu", ns).Nodes(2).GPUs(-1).Obj(),
+			want: []string{"spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]", "GPU limit"},
+		},
+		"node fits no node": {
+			job:  utiltesting.MakeTrainJob("big", ns).Nodes(1).GPUs(16).Obj(),
+			want: []string{"spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]", "fits on no node"},
+		},
+		"scheduling gate": {
+			job: utiltesting.MakeTrainJob("gated", ns).Nodes(1).GPUs(8).
+				Override(map[string]any{"schedulingGates": []any{map[string]any{"name": "wait"}}}, "node").Obj(),
+			want: []string{"spec.podSpecOverrides[0].schedulingGates", "cannot be bound"},
+		},
+		"unknown queue": {
+			job:  utiltesting.MakeTrainJob("q", ns).Queue("nope").Nodes(1).GPUs(8).Obj(),
+			want: []string{"metadata.labels[pickyman.dev/queue]", "nope"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := k8s.Create(ctx, tc.job)
+			if err == nil {
+				t.Fatal("created")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+
+	plain := utiltesting.MakeTrainJob("plain", ns).Queue("").Obj()
+	if err := k8s.Create(ctx, plain); err != nil {
+		t.Fatalf("unmanaged TrainJob rejected: %v", err)
+	}
+	if jobframework.TrainJobIntegration.Wrap(getTrainJob(t, ns, "plain")).IsSuspended() {
+		t.Error("unmanaged TrainJob suspended")
+	}
+	if _, err := trainAllocation(ns, "plain"); !apierrors.IsNotFound(err) {
+		t.Errorf("unmanaged TrainJob has an Allocation (err %v)", err)
+	}
+}
