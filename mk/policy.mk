@@ -41,6 +41,19 @@ results-policy: build ## Every policy and ablation on the traces of docs/policy.
 	$(GO) run ./operator/pkg/policies/pickyman/internal/restable -openb $(OPENB)/v2023_openb_pod_list_default.csv $(POLICY_OUT)/openb-4x8 >> $(POLICY_OUT)/tables.md
 	$(MAKE) --no-print-directory bench-policy accuracy-policy
 
+# Elastic rows of docs/policy.md: half of the jobs of 2 GPUs or more elastic (--elastic 0.5),
+# bounds half to once (grow1) or twice (grow2) their request.
+ELASTIC_POLICIES ?= fifo,tiresias,kueue,pickyman,pickyman-rigid
+
+.PHONY: results-elastic
+results-elastic: build ## Elastic rows of docs/policy.md: half of the multi-GPU jobs elastic, with and without growth beyond the request; output in $(POLICY_OUT)/.
+	@mkdir -p $(POLICY_OUT)
+	$(call policy-run,tiresias60-elastic,--trace $(TRACES)/tiresias/60_job.csv --cluster 2x4 --elastic 0.5 --policies $(ELASTIC_POLICIES))
+	$(call policy-run,philly-week-elastic,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 64x8 --window 1176h:1344h --elastic 0.5 --policies $(ELASTIC_POLICIES))
+	$(call policy-run,philly-week-elastic-grow2,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 64x8 --window 1176h:1344h --elastic 0.5 --elastic-grow 2 --policies pickyman,pickyman-rigid)
+	$(call policy-run,generated-elastic,--cluster 8x8 --elastic 0.5 --policies $(ELASTIC_POLICIES))
+	$(call policy-run,generated-elastic-grow2,--cluster 8x8 --elastic 0.5 --elastic-grow 2 --policies pickyman,pickyman-rigid)
+
 # The settings compared in docs/policy.md ("Settings compared"): the defaults, strict classes
 # with aging 0.5 (promote=0;aging=0.5) and the queue-aware natural wait, next to tiresias,
 # over three seeds (the full philly.csv over one: it takes minutes per variant).
