@@ -60,6 +60,17 @@ type PodSet struct {
 	GPUModel string `json:"gpuModel,omitempty"`
 }
 
+// ElasticSpec bounds the pod set of an elastic job whose size may change (a PyTorchJob's
+// Worker replicas under its elasticPolicy): PickyMan may start, resume and resize the job
+// with any count from MinCount to MaxCount.
+type ElasticSpec struct {
+	PodSet string `json:"podSet"`
+	// +kubebuilder:validation:Minimum=1
+	MinCount int32 `json:"minCount"`
+	// +kubebuilder:validation:Minimum=1
+	MaxCount int32 `json:"maxCount"`
+}
+
 // NodeAssignment is the placement of some pods of one pod set on one node.
 type NodeAssignment struct {
 	PodSet string `json:"podSet"`
@@ -90,6 +101,10 @@ type AllocationSpec struct {
 	// EstimateSeconds is the user's run-time estimate, 0 if none.
 	// +optional
 	EstimateSeconds int64 `json:"estimateSeconds,omitempty"`
+	// Elastic is set for an elastic job. PodSets then hold the job's current size, which
+	// the operator changes when it resizes the job.
+	// +optional
+	Elastic *ElasticSpec `json:"elastic,omitempty"`
 }
 
 // CheckpointRequest is the operator's request that a job checkpoint and stop.
@@ -109,6 +124,12 @@ type CheckpointRequest struct {
 	Reason string `json:"reason,omitempty"`
 	// Requested is when the request was made.
 	Requested metav1.Time `json:"requested"`
+	// Resize is the placement an elastic job restarts on after this checkpoint (a shrink or
+	// a grow); empty for a suspend. While the job is Preempting for a grow, Placement
+	// already holds the added GPUs.
+	// +optional
+	// +listType=atomic
+	Resize []NodeAssignment `json:"resize,omitempty"`
 }
 
 // AllocationStatus is the operator's record of the job; the operator recovers all its
@@ -157,6 +178,10 @@ type AllocationStatus struct {
 	// Preemptions counts the job's preemptions.
 	// +optional
 	Preemptions int32 `json:"preemptions,omitempty"`
+	// Resizes counts the shrinks and grows of an elastic job (not preemptions: they do not
+	// use up its preemption budget).
+	// +optional
+	Resizes int32 `json:"resizes,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -174,6 +199,7 @@ type AllocationStatus struct {
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queue`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Preemptions",type=integer,JSONPath=`.status.preemptions`
+// +kubebuilder:printcolumn:name="Resizes",type=integer,JSONPath=`.status.resizes`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Allocation struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -63,6 +63,12 @@ func (w *PyTorchJobWrapper) NoMaster() *PyTorchJobWrapper {
 	return w
 }
 
+// Elastic sets elasticPolicy's minReplicas and maxReplicas (the Worker bounds).
+func (w *PyTorchJobWrapper) Elastic(lo, hi int32) *PyTorchJobWrapper {
+	w.Spec.ElasticPolicy = &kftraining.ElasticPolicy{MinReplicas: &lo, MaxReplicas: &hi}
+	return w
+}
+
 // Queue sets the pickyman.dev/queue label; "" removes it.
 func (w *PyTorchJobWrapper) Queue(q string) *PyTorchJobWrapper {
 	if q == "" {

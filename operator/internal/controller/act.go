@@ -116,6 +116,20 @@ func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement
 	if a.Status.LastStopped != nil {
 		waitedSince = *a.Status.LastStopped
 	}
+	if w := slotWorkers(placement); a.Spec.Elastic != nil && w != podCount(a.Spec.PodSets) {
+		// An elastic job admitted at another size: its pod sets change first (the job's
+		// replicas follow in SyncJob), so that the placement maps onto them.
+		a.Spec.PodSets = resizedSets(a, w)
+		status := a.Status
+		if err := s.Client.Update(ctx, a); err != nil {
+			return err
+		}
+		a.Status = status
+		msg := fmt.Sprintf("restarts on %d pods", w)
+		if job, err := s.jobOf(ctx, a); err == nil && job != nil {
+			s.event(job.Object(), a, corev1.EventTypeNormal, "Resized", "Admit", "%s", msg)
+		}
+	}
 	a.Status.Placement = ToAssignments(a.Spec.PodSets, placement)
 	a.Status.Reserved, a.Status.ReservedAt, a.Status.Checkpoint = nil, nil, nil
 	if a.Status.FirstAdmitted == nil {
@@ -166,9 +180,16 @@ func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched
 	if p.Mode == sched.SuspendNow {
 		mode, deadline = v1alpha1.SuspendNow, s.Config.Checkpoint.NowDeadline.Duration
 	}
-	a.Status.Preemptions++
+	resize := p.Resize != nil
+	if resize {
+		a.Status.Resizes++
+	} else {
+		a.Status.Preemptions++
+	}
 	a.Status.Checkpoint = &v1alpha1.CheckpointRequest{
-		ID:        fmt.Sprintf("%s-%d", a.UID, a.Status.Preemptions),
+		// Resizes after the first preemption count on from the preemptions, so that an ID
+		// never repeats.
+		ID:        checkpointID(a),
 		Mode:      mode,
 		Deadline:  metav1.NewTime(now.Add(deadline)),
 		For:       p.For,
@@ -176,6 +197,14 @@ func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched
 		Requested: now,
 	}
 	msg := fmt.Sprintf("checkpoint requested (%s, %s), for %q", mode, p.Reason, p.For)
+	if resize {
+		// The placement after the checkpoint; a grow promises its added GPUs now.
+		a.Status.Checkpoint.Resize = ToAssignments(resizedSets(a, slotWorkers(p.Resize)), p.Resize)
+		held := sched.Union(ToSlots(a.Status.Placement), p.Resize)
+		a.Status.Placement = ToAssignments(resizedSets(a, slotWorkers(held)), held)
+		msg = fmt.Sprintf("checkpoint requested (%s, %s) to restart on %d pods (%s), for %q", mode, p.Reason,
+			slotWorkers(p.Resize), placementString(a.Status.Checkpoint.Resize), p.For)
+	}
 	setPhase(a, v1alpha1.AllocationPreempting, nonEmpty(p.Reason, "Preempted"), msg, now)
 	// 1. Allocation first.
 	if err := s.Client.Status().Update(ctx, a); err != nil {
@@ -196,6 +225,15 @@ func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched
 		return err
 	}
 	return s.RequestPods(ctx, a, pods)
+}
+
+// checkpointID is the ID of an Allocation's next checkpoint request; it is derived from the
+// Allocation, so repeating a decision never makes a second request.
+func checkpointID(a *v1alpha1.Allocation) string {
+	if a.Status.Resizes == 0 {
+		return fmt.Sprintf("%s-%d", a.UID, a.Status.Preemptions)
+	}
+	return fmt.Sprintf("%s-%d-r%d", a.UID, a.Status.Preemptions, a.Status.Resizes)
 }
 
 // reserve records GPUs held for a queued job.

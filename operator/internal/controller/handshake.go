@@ -205,15 +205,30 @@ func (r *HandshakeReconciler) suspended(ctx context.Context, a *v1alpha1.Allocat
 		a.Status.AttainedGPUSeconds += int64(now.Sub(a.Status.LastAdmitted.Time).Seconds()) * int64(allocGPUs(a))
 	}
 	j := SchedJob(a, PodProgress{}, now.Time)
+	var resize []v1alpha1.NodeAssignment
+	if c := a.Status.Checkpoint; c != nil {
+		resize = c.Resize
+	}
 	a.Status.Placement, a.Status.Checkpoint = nil, nil
 	a.Status.LastStopped = &now
 	a.Status.EpochsDone = max(a.Status.EpochsDone, a.Status.ResumeEpoch)
-	setPhase(a, v1alpha1.AllocationQueued, "Preempted", fmt.Sprintf("suspended; resumes from epoch %d", a.Status.ResumeEpoch), now)
+	reason, msg := "Preempted", fmt.Sprintf("suspended; resumes from epoch %d", a.Status.ResumeEpoch)
+	if len(resize) > 0 {
+		// A resize: the new placement is reserved for the job itself, and the next cycle
+		// admits it there.
+		a.Status.Reserved, a.Status.ReservedAt = resize, &now
+		reason, msg = "Resized", fmt.Sprintf("checkpointed; restarts on %s from epoch %d", placementString(resize), a.Status.ResumeEpoch)
+	}
+	setPhase(a, v1alpha1.AllocationQueued, reason, msg, now)
 	if err := r.Client.Status().Update(ctx, a); err != nil {
 		return ctrl.Result{}, err
 	}
 	if job != nil {
-		r.event(job.Object(), a, corev1.EventTypeNormal, "Suspended", "Preempt", "pods gone, GPUs free; queued to resume from epoch %d", a.Status.ResumeEpoch)
+		if len(resize) > 0 {
+			r.event(job.Object(), a, corev1.EventTypeNormal, "Suspended", "Resize", "pods gone; restarts on %s from epoch %d", placementString(resize), a.Status.ResumeEpoch)
+		} else {
+			r.event(job.Object(), a, corev1.EventTypeNormal, "Suspended", "Preempt", "pods gone, GPUs free; queued to resume from epoch %d", a.Status.ResumeEpoch)
+		}
 	}
 	if j != nil && !decided.IsZero() {
 		r.observe(sched.Event{Kind: sched.EventSuspended, Time: now.Time, Job: j, Duration: now.Sub(decided)})

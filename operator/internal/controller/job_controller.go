@@ -106,6 +106,7 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 		return ctrl.Result{}, r.finish(ctx, job, a, pods, ok)
 	}
+	keepElasticSize(a, &spec)
 	if !reflect.DeepEqual(a.Spec, spec) && (a.Status.Phase == v1alpha1.AllocationQueued || reflect.DeepEqual(a.Spec.PodSets, spec.PodSets)) {
 		a.Spec = spec
 		if err := r.Client.Update(ctx, a); err != nil {
@@ -146,8 +147,19 @@ func (r *JobReconciler) allocationSpec(ctx context.Context, job jobframework.Gen
 			break
 		}
 	}
+	var elastic *v1alpha1.ElasticSpec
+	if el, ok := job.(jobframework.Elastic); ok {
+		set, lo, hi, ok, err := el.ElasticBounds()
+		if err != nil {
+			return v1alpha1.AllocationSpec{}, err
+		}
+		if ok {
+			elastic = &v1alpha1.ElasticSpec{PodSet: set, MinCount: lo, MaxCount: hi}
+		}
+	}
 	gvk := job.GVK()
 	return v1alpha1.AllocationSpec{
+		Elastic:         elastic,
 		Job:             v1alpha1.JobReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: obj.GetName(), UID: string(obj.GetUID())},
 		Queue:           qname,
 		Priority:        prio,
@@ -207,6 +219,14 @@ func (o *Operator) SyncJob(ctx context.Context, job jobframework.GenericJob, a *
 		changed := false
 		if job.IsSuspended() {
 			changed = MutateTemplates(job, a.Name, o.socketDir(), resumePoint(a))
+			if el, ok := job.(jobframework.Elastic); ok && a.Spec.Elastic != nil {
+				// An elastic job runs at the size its Allocation was admitted at.
+				for _, s := range a.Spec.PodSets {
+					if s.Name == a.Spec.Elastic.PodSet {
+						el.SetCount(s.Name, s.Count)
+					}
+				}
+			}
 			job.Suspend(false)
 			changed = true
 		}

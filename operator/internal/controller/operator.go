@@ -179,7 +179,12 @@ func (o *Operator) event(job client.Object, a *v1alpha1.Allocation, typ, reason,
 
 // resumePoint is the value of the resume-from annotation for an Allocation.
 func resumePoint(a *v1alpha1.Allocation) string {
-	b, _ := json.Marshal(protocol.ResumePoint{Epoch: a.Status.ResumeEpoch, Path: a.Status.ResumePath})
+	rp := protocol.ResumePoint{Epoch: a.Status.ResumeEpoch, Path: a.Status.ResumePath}
+	if _, hi, ok := elasticBounds(a); ok {
+		// An elastic job learns its size and the size its schedule refers to (its maximum).
+		rp.WorldSize, rp.ReferenceWorldSize = podCount(a.Spec.PodSets), hi
+	}
+	b, _ := json.Marshal(rp)
 	return string(b)
 }
 

@@ -91,6 +91,9 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 		CheckpointBytes: a.Spec.CheckpointBytes,
 		UserEstimate:    time.Duration(a.Spec.EstimateSeconds) * time.Second,
 	}
+	if lo, hi, ok := elasticBounds(a); ok {
+		j.MinWorkers, j.MaxWorkers = lo, hi
+	}
 	if st.FirstAdmitted != nil {
 		j.FirstStart = st.FirstAdmitted.Time
 	}
@@ -113,6 +116,9 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 		j.Suspend = &sched.SuspendState{Mode: sched.SuspendNow}
 		if c := st.Checkpoint; c != nil {
 			j.Suspend = &sched.SuspendState{Mode: sched.SuspendMode(c.Mode), For: c.For, Decided: c.Requested.Time, FreeAt: c.Deadline.Time}
+			if len(c.Resize) > 0 {
+				j.Suspend.Resize = ToSlots(c.Resize)
+			}
 		}
 	case v1alpha1.AllocationFinished:
 		return nil

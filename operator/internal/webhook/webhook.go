@@ -249,7 +249,10 @@ func (v *Validator) validateUpdate(ctx context.Context, old, job jobframework.Ge
 	}
 	os, oerr := old.PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
 	ns, nerr := job.PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
-	if oerr == nil && (nerr != nil || !reflect.DeepEqual(os, ns)) {
+	// The operator resizes an elastic job by writing the new size to its Allocation first,
+	// then to the job: a change to exactly the Allocation's pod sets is that resize.
+	resize := a.Spec.Elastic != nil && nerr == nil && reflect.DeepEqual(ns, a.Spec.PodSets)
+	if oerr == nil && !resize && (nerr != nil || !reflect.DeepEqual(os, ns)) {
 		errs = append(errs, field.Forbidden(field.NewPath("spec"),
 			fmt.Sprintf("the gang shape of an admitted job cannot change (was %s)", shape(os))))
 	}

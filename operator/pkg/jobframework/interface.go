@@ -41,6 +41,16 @@ type GenericJob interface {
 	PodSelector() map[string]string
 }
 
+// Elastic is an optional capability: a kind whose gang may change size. The operator reads
+// the bounds into the Allocation and sets the count when it admits the job at another size.
+type Elastic interface {
+	// ElasticBounds returns the pod set that may change size and its bounds; ok is false
+	// for a rigid job. It fails, naming the field, when the bounds are unusable.
+	ElasticBounds() (podSet string, lo, hi int32, ok bool, err error)
+	// SetCount sets the number of pods of a pod set.
+	SetCount(podSet string, n int32)
+}
+
 // AnyIndex is the index PodSetOf returns for a pod of a kind whose pods carry no index.
 const AnyIndex int32 = -1
 

@@ -1,6 +1,7 @@
 package jobframework
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ type PyTorchJob kftraining.PyTorchJob
 var (
 	_ GenericJob  = (*PyTorchJob)(nil)
 	_ PodSetPaths = (*PyTorchJob)(nil)
+	_ Elastic     = (*PyTorchJob)(nil)
 )
 
 // PyTorchJobGVK is kubeflow.org/v1 PyTorchJob.
@@ -170,4 +172,37 @@ func (j *PyTorchJob) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
 // PodSelector selects the pods the training-operator creates for the job.
 func (j *PyTorchJob) PodSelector() map[string]string {
 	return map[string]string{kftraining.JobNameLabel: j.Name}
+}
+
+// ElasticBounds reads spec.elasticPolicy: a job with minReplicas < maxReplicas and a Worker
+// replica type is elastic in its Worker count (torchrun's elastic min_nodes:max_nodes). The
+// Worker replicas must lie within the bounds.
+func (j *PyTorchJob) ElasticBounds() (string, int32, int32, bool, error) {
+	ep := j.Spec.ElasticPolicy
+	if ep == nil || ep.MinReplicas == nil || ep.MaxReplicas == nil {
+		return "", 0, 0, false, nil
+	}
+	lo, hi := *ep.MinReplicas, *ep.MaxReplicas
+	path := field.NewPath("spec", "elasticPolicy")
+	w := j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker]
+	switch {
+	case lo < 1 || hi < lo:
+		return "", 0, 0, false, field.Invalid(path, fmt.Sprintf("%d:%d", lo, hi), "want 1 <= minReplicas <= maxReplicas")
+	case w == nil:
+		return "", 0, 0, false, field.Required(field.NewPath("spec", "pytorchReplicaSpecs").Key(string(kftraining.PyTorchJobReplicaTypeWorker)), "an elastic PyTorchJob changes its Worker replicas")
+	case lo == hi:
+		return "", 0, 0, false, nil
+	}
+	if n := ptr.Deref(w.Replicas, 1); n < lo || n > hi {
+		return "", 0, 0, false, field.Invalid(j.PodSetPath(string(kftraining.PyTorchJobReplicaTypeWorker)).Child("replicas"), n,
+			fmt.Sprintf("outside elasticPolicy's minReplicas..maxReplicas (%d..%d)", lo, hi))
+	}
+	return string(kftraining.PyTorchJobReplicaTypeWorker), lo, hi, true, nil
+}
+
+// SetCount sets the replicas of a replica type.
+func (j *PyTorchJob) SetCount(podSet string, n int32) {
+	if s := j.Spec.PyTorchReplicaSpecs[kftraining.ReplicaType(podSet)]; s != nil {
+		s.Replicas = ptr.To(n)
+	}
 }

@@ -1,0 +1,89 @@
+package controller
+
+import (
+	"slices"
+
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// Elastic jobs (docs/operator.md, "Elastic jobs"). An elastic job's Allocation holds its
+// current size in Spec.PodSets and its bounds in Spec.Elastic. A resize is a checkpoint
+// request with Resize set: the job checkpoints at its epoch boundary and is suspended like
+// any preempted job, then goes back to Queued with the Resize placement reserved for itself,
+// and the scheduler admits it there at the new size: the Allocation's pod sets are changed
+// first, then the job's replicas with its unsuspension.
+
+// podCount is the number of pods of a gang.
+func podCount(sets []v1alpha1.PodSet) int32 {
+	var n int32
+	for _, s := range sets {
+		n += s.Count
+	}
+	return n
+}
+
+// slotWorkers is the number of workers of a placement.
+func slotWorkers(slots []sched.Slot) int32 {
+	var n int32
+	for _, s := range slots {
+		n += s.Workers
+	}
+	return n
+}
+
+// elasticBounds returns an elastic Allocation's bounds in gang workers (all pods: the
+// elastic pod set's bounds plus the other pod sets' fixed counts).
+func elasticBounds(a *v1alpha1.Allocation) (lo, hi int32, ok bool) {
+	e := a.Spec.Elastic
+	if e == nil || e.MaxCount <= e.MinCount {
+		return 0, 0, false
+	}
+	fixed := int32(0)
+	found := false
+	for _, s := range a.Spec.PodSets {
+		if s.Name == e.PodSet {
+			found = true
+			continue
+		}
+		fixed += s.Count
+	}
+	if !found {
+		return 0, 0, false
+	}
+	return fixed + e.MinCount, fixed + e.MaxCount, true
+}
+
+// resizedSets returns the Allocation's pod sets at a gang of workers pods: the elastic pod
+// set takes what the fixed ones leave. It returns the pod sets unchanged for a rigid job.
+func resizedSets(a *v1alpha1.Allocation, workers int32) []v1alpha1.PodSet {
+	out := slices.Clone(a.Spec.PodSets)
+	if a.Spec.Elastic == nil {
+		return out
+	}
+	fixed := podCount(out)
+	i := slices.IndexFunc(out, func(s v1alpha1.PodSet) bool { return s.Name == a.Spec.Elastic.PodSet })
+	if i < 0 {
+		return out
+	}
+	fixed -= out[i].Count
+	out[i].Count = max(0, workers-fixed)
+	return out
+}
+
+// keepElasticSize keeps the size of an elastic job that the operator has admitted in spec,
+// the Allocation spec read from the job: from its first admission on, the operator owns the
+// elastic pod set's count (it writes the Allocation's first, then the job's), so a job whose
+// replicas have not caught up yet does not undo a resize.
+func keepElasticSize(a *v1alpha1.Allocation, spec *v1alpha1.AllocationSpec) {
+	if a.Status.FirstAdmitted == nil || a.Spec.Elastic == nil || spec.Elastic == nil || a.Spec.Elastic.PodSet != spec.Elastic.PodSet {
+		return
+	}
+	for i := range spec.PodSets {
+		for _, cur := range a.Spec.PodSets {
+			if spec.PodSets[i].Name == cur.Name && cur.Name == spec.Elastic.PodSet {
+				spec.PodSets[i].Count = cur.Count
+			}
+		}
+	}
+}
