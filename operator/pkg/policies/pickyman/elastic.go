@@ -268,7 +268,14 @@ func (c *cycle) grow() {
 	var gs []growCand
 	for _, j := range c.plan.Index.Running {
 		_, hi := j.Sizes()
-		if !c.elastic(j) || j.Workers >= hi || c.plan.Preempted(j.ID) || c.now.Before(j.LastStart.Add(c.opts.Protect)) || c.now.Before(j.WarmUntil) {
+		if !c.elastic(j) || j.Workers >= hi || c.plan.Preempted(j.ID) {
+			continue
+		}
+		if until := later(j.LastStart.Add(c.opts.Protect), j.WarmUntil); c.now.Before(until) {
+			// A cycle must look again when the job may grow (see Policy.wake).
+			if c.p.wake.IsZero() || until.Before(c.p.wake) {
+				c.p.wake = until
+			}
 			continue
 		}
 		gs = append(gs, growCand{j, c.remaining(j)})
@@ -304,6 +311,13 @@ func (c *cycle) grow() {
 			}
 		}
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // mergeSlots adds placement b to placement a, node by node.
