@@ -37,6 +37,13 @@ func (w *PyTorchJobWrapper) Workers(n int32, gpus int64) *PyTorchJobWrapper {
 	return w
 }
 
+// Elastic sets elasticPolicy: the Worker replicas may change from lo to hi (torchrun's
+// elastic min and max nodes).
+func (w *PyTorchJobWrapper) Elastic(lo, hi int32) *PyTorchJobWrapper {
+	w.Spec.ElasticPolicy = &kftraining.ElasticPolicy{MinReplicas: &lo, MaxReplicas: &hi}
+	return w
+}
+
 // NodeSelector pins every replica to nodes with these labels.
 func (w *PyTorchJobWrapper) NodeSelector(sel map[string]string) *PyTorchJobWrapper {
 	for _, r := range w.Spec.PyTorchReplicaSpecs {
