@@ -69,6 +69,10 @@ type ElasticSpec struct {
 	MinCount int32 `json:"minCount"`
 	// +kubebuilder:validation:Minimum=1
 	MaxCount int32 `json:"maxCount"`
+	// ReferenceCount is the count the job's epoch time and schedule refer to (the
+	// pickyman.dev/elastic-reference annotation); 0 means MaxCount.
+	// +optional
+	ReferenceCount int32 `json:"referenceCount,omitempty"`
 }
 
 // NodeAssignment is the placement of some pods of one pod set on one node.

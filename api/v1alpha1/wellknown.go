@@ -14,6 +14,9 @@ const (
 	AnnotationCheckpointBytes = "pickyman.dev/checkpoint-bytes"
 	// AnnotationEstimate is the user's run-time estimate as a Go duration ("2h30m").
 	AnnotationEstimate = "pickyman.dev/estimate"
+	// AnnotationElasticReference is, on an elastic job, the count of its elastic pod set that
+	// its epoch time and learning-rate schedule refer to (default: the maximum).
+	AnnotationElasticReference = "pickyman.dev/elastic-reference"
 	// LabelAllocation on a pod names the Allocation of its job.
 	LabelAllocation = "pickyman.dev/allocation"
 )

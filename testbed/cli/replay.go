@@ -72,6 +72,8 @@ func newReplayCommand() *cobra.Command {
 	f.BoolVar(&o.keep, "keep-cluster", o.keep, "leave the local cluster up afterwards")
 	f.BoolVar(&o.compare, "compare", o.compare, "also simulate the same jobs and write the side-by-side")
 	f.DurationVar(&o.stuck, "stuck-after", o.stuck, "stop with a diagnosis when no job changed phase for this long (real time)")
+	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic PyTorchJobs (0 to 1; the simulator's choice, docs/simulator.md)")
+	f.Int32Var(&o.grow, "elastic-grow", 1, "how many times its request an elastic job may grow to (1: back to its request)")
 	f.StringVar(&o.kind, "kind", o.kind, "the kind each trace job is submitted as: "+strings.Join(replay.Kinds(), ", ")+
 		" (mixed: every second job a RayJob; RayJobs need KubeRay, which the local cluster runs)")
 	return cmd
@@ -84,6 +86,16 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	if _, err := replay.KindOf(o.kind, 0); err != nil {
 		return fmt.Errorf("--kind: %w", err)
 	}
+	if o.elastic < 0 || o.elastic > 1 {
+		return fmt.Errorf("--elastic %v: want a share between 0 and 1", o.elastic)
+	}
+	if o.grow < 1 {
+		return fmt.Errorf("--elastic-grow %d: want 1 or more", o.grow)
+	}
+	if o.elastic > 0 && o.kind != replay.KindPyTorchJob {
+		return fmt.Errorf("--elastic: elastic jobs are PyTorchJobs; --kind %s", o.kind)
+	}
+	elastic := sim.Elasticity{Share: o.elastic, Grow: o.grow}
 	size, err := traces.ParseCluster(o.cluster)
 	if err != nil {
 		return err
@@ -143,7 +155,8 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 
 	// 2. The replay.
 	ro := replay.Options{Jobs: jobs, Name: o.name, Policy: o.policy, GPUs: gpus, TimeScale: o.timeScale, Kind: o.kind,
-		Namespace: "replay-" + time.Now().UTC().Format("20060102-150405"), Stuck: o.stuck, Progress: stderr}
+		Namespace: "replay-" + time.Now().UTC().Format("20060102-150405"), Stuck: o.stuck, Progress: stderr,
+		Elastic: elastic, Seed: o.seed, MaxNode: maxNodeGPUs(size)}
 	if local {
 		ro.Components = func() string { return componentState(opts) }
 	}
@@ -158,7 +171,7 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	// 3. The simulator on the same jobs.
 	if o.compare {
 		cfg := sim.DefaultConfig()
-		cfg.Seed = o.seed
+		cfg.Seed, cfg.Elastic = o.seed, elastic
 		factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
 		cmp, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
 		if err != nil {
@@ -172,6 +185,9 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 		runs = append(simRuns, run)
 	}
 	meta.Cluster, meta.Seed, meta.GPUs = size.String(), o.seed, gpus
+	if o.elastic > 0 {
+		meta.Elastic, meta.ElasticGrow = o.elastic, o.grow
+	}
 	res, err := report.Write(o.out, meta, runs)
 	if err != nil {
 		return err
@@ -224,4 +240,13 @@ func componentState(o cluster.Options) string {
 	}
 	fmt.Fprintf(&b, "logs: %s/*.log and %s/logs/\n", o.Workdir(), o.Workdir())
 	return b.String()
+}
+
+// maxNodeGPUs is the GPUs of the cluster's largest node (what the simulator reshapes gangs by).
+func maxNodeGPUs(c traces.Cluster) int32 {
+	var m int32
+	for _, p := range c.Pools {
+		m = max(m, p.GPUs)
+	}
+	return m
 }

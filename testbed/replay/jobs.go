@@ -243,3 +243,25 @@ func BuildJob(j traces.Job, name, ns, replay string) (*kftraining.PyTorchJob, er
 		},
 	}, nil
 }
+
+// BuildElastic makes the PyTorchJob of an elastic trace job: workers Worker replicas of per
+// GPUs (no master: an elastic PyTorchJob's workers rendezvous among themselves), elastic from
+// lo to hi (elasticPolicy), as sim.Shape gives them. The trace's epoch time is the one at
+// workers workers, which the job says with the elastic-reference annotation, so that the
+// testbed agent scales it to the size the job runs at as the simulator does.
+func BuildElastic(j traces.Job, workers, per, lo, hi int32, name, ns, replay string) (*kftraining.PyTorchJob, error) {
+	if j.GPUs != workers*per {
+		return nil, fmt.Errorf("trace job %s (line %d): elastic shape %d x %d GPUs for a job of %d GPUs", j.ID, j.Line, workers, per, j.GPUs)
+	}
+	j.Workers, j.GPUsPerWorker = workers, per
+	pj, err := BuildJob(j, name, ns, replay)
+	if err != nil {
+		return nil, err
+	}
+	w := pj.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster]
+	w.Replicas = &workers
+	pj.Spec.PyTorchReplicaSpecs = map[kftraining.ReplicaType]*kftraining.ReplicaSpec{kftraining.PyTorchJobReplicaTypeWorker: w}
+	pj.Spec.ElasticPolicy = &kftraining.ElasticPolicy{MinReplicas: &lo, MaxReplicas: &hi}
+	pj.Annotations[pickymanv1.AnnotationElasticReference] = strconv.Itoa(int(workers))
+	return pj, nil
+}

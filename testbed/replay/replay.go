@@ -20,6 +20,7 @@ import (
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/metrics"
+	"github.com/pickyman/pickyman/testbed/sim"
 	"github.com/pickyman/pickyman/traces"
 )
 
@@ -49,6 +50,11 @@ type Options struct {
 	// could not reach PickyMan's webhook: the operator restarting) is retried (default 2
 	// minutes). The job's submit time stays its arrival, so the outage counts as waiting.
 	SubmitRetry time.Duration
+	// Elastic makes the share of the jobs the simulator makes elastic (with Seed and the
+	// largest node's GPUs, MaxNode) elastic PyTorchJobs of the same shapes (sim.Shape).
+	Elastic sim.Elasticity
+	Seed    int64
+	MaxNode int32
 }
 
 // Clients are what the replay talks to the cluster with (an uncached client).
@@ -126,6 +132,17 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 		kind, err := KindOf(o.Kind, i)
 		if err != nil {
 			return nil, err
+		}
+		if o.Elastic.Share > 0 {
+			if w, per, lo, hi := sim.Shape(&j, o.Seed, o.Elastic, o.MaxNode); hi > 0 {
+				if kind != KindPyTorchJob {
+					return nil, fmt.Errorf("trace job %s is elastic: elastic jobs are replayed as PyTorchJobs, not %s", j.ID, kind)
+				}
+				if built[i], err = BuildElastic(j, w, per, lo, hi, JobName(i), o.Namespace, o.Name); err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
 		if built[i], err = Build(kind, j, JobName(i), o.Namespace, o.Name); err != nil {
 			return nil, err
@@ -345,7 +362,7 @@ func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub
 			}
 		}
 		if a := allocs[name]; a != nil {
-			rec.Preemptions = a.Status.Preemptions
+			rec.Preemptions, rec.Resizes = a.Status.Preemptions, a.Status.Resizes
 		}
 		if !finished || !started {
 			missing = append(missing, name)

@@ -60,10 +60,7 @@ type job struct {
 	finished bool
 }
 
-// newJob builds a job's state. A gang whose worker shape the trace did not give
-// (FieldWorkers synthesized) and whose worker does not fit the largest node (maxNode GPUs)
-// is reshaped into the fewest equal workers that fit: GPUsPerWorker becomes the largest
-// divisor of its GPUs that is at most maxNode.
+// newJob builds a job's state on the gang Shape gives.
 func newJob(tj *traces.Job, cfg *Config, maxNode int32) *job {
 	j := &job{work: tj.Duration, epochs: tj.Epochs}
 	if j.epochs <= 0 {
@@ -78,27 +75,7 @@ func newJob(tj *traces.Job, cfg *Config, maxNode int32) *job {
 	}
 	j.ckptEvery = j.epochLen * time.Duration(cfg.Physics.CheckpointPeriod)
 	j.limit = j.work
-	workers, per := tj.Workers, tj.GPUsPerWorker
-	if workers <= 0 || per <= 0 || workers*per != tj.GPUs {
-		workers, per = 1, tj.GPUs
-	}
-	shapeFree := tj.Synthesized.Has(traces.FieldWorkers) || tj.Workers <= 0
-	if per > maxNode && maxNode > 0 && shapeFree {
-		g := workers * per
-		for per = maxNode; per > 1 && g%per != 0; per-- {
-		}
-		workers = g / per
-	}
-	// An elastic job of one worker whose shape the trace did not give runs one worker per
-	// GPU, so that it can shrink and grow. Elastic bounds: half the request to Grow times it.
-	elastic := workers*per >= 2 && chosen(tj.ID, cfg.Seed, cfg.Elastic.Share)
-	if elastic && workers == 1 && shapeFree {
-		workers, per = per, 1
-	}
-	var minW, maxW int32
-	if elastic && workers >= 2 {
-		minW, maxW = (workers+1)/2, workers*max(1, cfg.Elastic.Grow)
-	}
+	workers, per, minW, maxW := Shape(tj, cfg.Seed, cfg.Elastic, maxNode)
 	j.s = sched.Job{
 		ID:              tj.ID,
 		Queue:           tj.Queue,
@@ -127,6 +104,36 @@ func newJob(tj *traces.Job, cfg *Config, maxNode int32) *job {
 		j.nStart, j.nRead, j.nWrite, j.nTraffic = draw(), draw(), draw(), draw()
 	}
 	return j
+}
+
+// Shape is the gang a trace job runs as, and its elastic bounds (0, 0 when rigid): the
+// trace's workers of GPUsPerWorker GPUs; a gang whose worker shape the trace did not give
+// and whose worker does not fit the largest node (maxNode GPUs) is reshaped into the fewest
+// equal workers that fit (GPUsPerWorker becomes the largest divisor of its GPUs that is at
+// most maxNode). A job of 2 GPUs or more in the elastic share (chosen by its ID and seed)
+// may run from half its workers to e.Grow times them; one whose single worker's shape the
+// trace did not give runs one worker per GPU, so that it can change size. The replay builds
+// its jobs with the same shapes.
+func Shape(tj *traces.Job, seed int64, e Elasticity, maxNode int32) (workers, per, lo, hi int32) {
+	workers, per = tj.Workers, tj.GPUsPerWorker
+	if workers <= 0 || per <= 0 || workers*per != tj.GPUs {
+		workers, per = 1, tj.GPUs
+	}
+	shapeFree := tj.Synthesized.Has(traces.FieldWorkers) || tj.Workers <= 0
+	if per > maxNode && maxNode > 0 && shapeFree {
+		g := workers * per
+		for per = maxNode; per > 1 && g%per != 0; per-- {
+		}
+		workers = g / per
+	}
+	elastic := workers*per >= 2 && chosen(tj.ID, seed, e.Share)
+	if elastic && workers == 1 && shapeFree {
+		workers, per = per, 1
+	}
+	if elastic && workers >= 2 {
+		lo, hi = (workers+1)/2, workers*max(1, e.Grow)
+	}
+	return workers, per, lo, hi
 }
 
 func scale(d time.Duration, f float64) time.Duration { return time.Duration(float64(d) * f) }

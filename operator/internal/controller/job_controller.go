@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -155,6 +156,13 @@ func (r *JobReconciler) allocationSpec(ctx context.Context, job jobframework.Gen
 		}
 		if ok {
 			elastic = &v1alpha1.ElasticSpec{PodSet: set, MinCount: lo, MaxCount: hi}
+			if v, ok := obj.GetAnnotations()[v1alpha1.AnnotationElasticReference]; ok {
+				n, err := strconv.ParseInt(v, 10, 32)
+				if err != nil || int32(n) < lo || int32(n) > hi {
+					return v1alpha1.AllocationSpec{}, fmt.Errorf("annotation %s=%q: want a count from %d to %d", v1alpha1.AnnotationElasticReference, v, lo, hi)
+				}
+				elastic.ReferenceCount = int32(n)
+			}
 		}
 	}
 	gvk := job.GVK()

@@ -181,8 +181,12 @@ func (o *Operator) event(job client.Object, a *v1alpha1.Allocation, typ, reason,
 func resumePoint(a *v1alpha1.Allocation) string {
 	rp := protocol.ResumePoint{Epoch: a.Status.ResumeEpoch, Path: a.Status.ResumePath}
 	if _, hi, ok := elasticBounds(a); ok {
-		// An elastic job learns its size and the size its schedule refers to (its maximum).
+		// An elastic job learns its size and the size its epoch time and schedule refer to
+		// (its reference count, by default its maximum).
 		rp.WorldSize, rp.ReferenceWorldSize = podCount(a.Spec.PodSets), hi
+		if e := a.Spec.Elastic; e.ReferenceCount > 0 {
+			rp.ReferenceWorldSize = hi - e.MaxCount + e.ReferenceCount
+		}
 	}
 	b, _ := json.Marshal(rp)
 	return string(b)
