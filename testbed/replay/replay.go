@@ -50,8 +50,9 @@ type Options struct {
 	// could not reach PickyMan's webhook: the operator restarting) is retried (default 2
 	// minutes). The job's submit time stays its arrival, so the outage counts as waiting.
 	SubmitRetry time.Duration
-	// Elastic makes the share of the jobs the simulator makes elastic (with Seed and the
-	// largest node's GPUs, MaxNode) elastic PyTorchJobs of the same shapes (sim.Shape).
+	// Jobs get the simulator's gangs (sim.Shape, with Seed and the largest node's GPUs,
+	// MaxNode): a job whose worker shape the trace did not give is split into workers that
+	// fit a node, and the share Elastic makes elastic becomes elastic PyTorchJobs.
 	Elastic sim.Elasticity
 	Seed    int64
 	MaxNode int32
@@ -133,16 +134,20 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 		if err != nil {
 			return nil, err
 		}
-		if o.Elastic.Share > 0 {
-			if w, per, lo, hi := sim.Shape(&j, o.Seed, o.Elastic, o.MaxNode); hi > 0 {
-				if kind != KindPyTorchJob {
-					return nil, fmt.Errorf("trace job %s is elastic: elastic jobs are replayed as PyTorchJobs, not %s", j.ID, kind)
-				}
-				if built[i], err = BuildElastic(j, w, per, lo, hi, JobName(i), o.Namespace, o.Name); err != nil {
-					return nil, err
-				}
-				continue
+		// The simulator's gang: a job whose worker shape the trace did not give is split to
+		// fit the largest node, and the elastic share is elastic.
+		w, per, lo, hi := sim.Shape(&j, o.Seed, o.Elastic, o.MaxNode)
+		if hi > 0 {
+			if kind != KindPyTorchJob {
+				return nil, fmt.Errorf("trace job %s is elastic: elastic jobs are replayed as PyTorchJobs, not %s", j.ID, kind)
 			}
+			if built[i], err = BuildElastic(j, w, per, lo, hi, JobName(i), o.Namespace, o.Name); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if w*per == j.GPUs {
+			j.Workers, j.GPUsPerWorker = w, per
 		}
 		if built[i], err = Build(kind, j, JobName(i), o.Namespace, o.Name); err != nil {
 			return nil, err
