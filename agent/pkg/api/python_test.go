@@ -12,11 +12,15 @@ import (
 )
 
 // clientScript drives the Python client (agent/python/pickyman_agent) through a session of
-// pod b, whose checkpoint request r1 is pending, and prints the outcome.
+// pod b, whose checkpoint request r1 is pending and whose resume point is an elastic job's
+// at 2 of its 4 workers, and prints the outcome.
 const clientScript = `
 import sys
 sys.path.insert(0, sys.argv[1])
-from pickyman_agent import AgentError, Client, EXIT_SUSPENDED
+from pickyman_agent import AgentError, Client, ResumePoint, EXIT_SUSPENDED
+# An answer without sizes (a rigid job, an older agent) gives zeros.
+old = Client._resume({"ok": True, "resume": {"epoch": 3, "path": "/ck/3"}})
+assert old == ResumePoint(3, "/ck/3") and old.world_size == 0 and old.reference_world_size == 0, old
 c = Client()
 try:
     c.epoch_begin(0)
@@ -29,7 +33,8 @@ try:
 except AgentError as e:
     assert e.code == "forbidden", e.code
 rp = c.register("ns/b", 0, 1)
-assert rp.epoch == 0, rp
+assert rp.epoch == 0 and rp.world_size == 2 and rp.reference_world_size == 4, rp
+assert c.resume_point() == rp, c.resume_point()
 c.epoch_begin(0)
 c.epoch_end(0, samples=10, nbytes=1000)
 req = c.requested()
@@ -45,7 +50,9 @@ func TestPythonClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python3 is needed to test the Python client: %v", err)
 	}
-	path, rec := startServer(t, environResolver)
+	b := makePod("b").request("r1", protocol.ModeBoundary).obj()
+	b.Resume = protocol.ResumePoint{WorldSize: 2, ReferenceWorldSize: 4}
+	path, rec := startServerWith(t, environResolver, makePod("a").obj(), b)
 	_, file, _, _ := runtime.Caller(0)
 	pkg := filepath.Join(filepath.Dir(file), "..", "..", "python")
 	cmd := exec.Command(py, "-c", clientScript, pkg)

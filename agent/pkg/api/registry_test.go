@@ -268,6 +268,38 @@ func TestRegistrySuspendDelayAndProgress(t *testing.T) {
 	}
 }
 
+// TestRegisterGivesResumeSizes: register and resume_point return the pod's resume point
+// with an elastic job's world size and reference size; a pod without them gets zeros.
+func TestRegisterGivesResumeSizes(t *testing.T) {
+	tests := map[string]protocol.ResumePoint{
+		"elastic, resized":   {Epoch: 3, Path: "/ck/3", WorldSize: 2, ReferenceWorldSize: 4},
+		"rigid (no sizes)":   {Epoch: 3, Path: "/ck/3"},
+		"elastic, first run": {WorldSize: 4, ReferenceWorldSize: 4},
+	}
+	for name, rp := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := NewRegistry(fakeClock(), nil)
+			p := makePod("a").obj()
+			p.Resume = rp
+			r.SetPod(p)
+			c := Caller{Session: 1, PodUID: "uid-a"}
+			got, err := r.Register(c, "ns/a", 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(rp, got); diff != "" {
+				t.Errorf("register (-want +got):\n%s", diff)
+			}
+			if got, err = r.ResumePoint(c); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(rp, got); diff != "" {
+				t.Errorf("resume_point (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestPollWaitsForRequest(t *testing.T) {
 	r := NewRegistry(clocktesting.NewFakeClock(t0), nil)
 	r.SetPod(makePod("a").obj())

@@ -39,6 +39,12 @@ var environResolver = ResolverFunc(func(pid int32) (string, error) {
 // startServer serves a registry with pods a and b on a socket in a temporary directory.
 func startServer(t *testing.T, resolver PodResolver) (string, *recorder) {
 	t.Helper()
+	return startServerWith(t, resolver, makePod("a").obj(), makePod("b").request("r1", protocol.ModeBoundary).obj())
+}
+
+// startServerWith serves a registry with pods on a socket in a temporary directory.
+func startServerWith(t *testing.T, resolver PodResolver, pods ...Pod) (string, *recorder) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "pmsock")
 	if err != nil {
 		t.Fatal(err)
@@ -51,8 +57,9 @@ func startServer(t *testing.T, resolver PodResolver) (string, *recorder) {
 	}
 	rec := &recorder{}
 	reg := NewRegistry(clock.RealClock{}, rec)
-	reg.SetPod(makePod("a").obj())
-	reg.SetPod(makePod("b").request("r1", protocol.ModeBoundary).obj())
+	for _, p := range pods {
+		reg.SetPod(p)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := &Server{Registry: reg, Resolver: resolver}
 	done := make(chan error)
@@ -180,6 +187,40 @@ func TestServerPayloads(t *testing.T) {
 	long := `{"op":"register","pod":"` + strings.Repeat("x", protocol.MaxLine) + `"}`
 	if got := codes(exchange(t, path, long)); got[0] != "malformed" {
 		t.Errorf("an over-long line got %v", got)
+	}
+}
+
+// TestServerResumeSizes: register and resume_point answer with the resume point's sizes
+// (an elastic job's world size and reference size), and without them when the pod has none.
+func TestServerResumeSizes(t *testing.T) {
+	tests := map[string]struct {
+		resume protocol.ResumePoint
+		want   *protocol.ResumePoint
+	}{
+		"an elastic job at half its size": {
+			resume: protocol.ResumePoint{Epoch: 0, Path: "/ck/0", WorldSize: 2, ReferenceWorldSize: 4},
+			want:   &protocol.ResumePoint{Epoch: 0, Path: "/ck/0", WorldSize: 2, ReferenceWorldSize: 4},
+		},
+		"a rigid job": {
+			resume: protocol.ResumePoint{Path: "/ck/0"},
+			want:   &protocol.ResumePoint{Path: "/ck/0"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			a := makePod("a").obj()
+			a.Resume = tc.resume
+			path, _ := startServerWith(t, ownPod(), a)
+			rs := exchange(t, path, `{"op":"register","pod":"ns/a","rank":0,"world_size":1}`, `{"op":"resume_point"}`)
+			for i, r := range rs {
+				if !r.OK {
+					t.Fatalf("call %d failed: %+v", i, r)
+				}
+				if diff := cmp.Diff(tc.want, r.Resume); diff != "" {
+					t.Errorf("call %d: resume point (-want +got):\n%s", i, diff)
+				}
+			}
+		})
 	}
 }
 

@@ -51,6 +51,8 @@ type Options struct {
 	NodeSelector string
 	TimeScale    float64
 	Seed         int64
+	// Serial is the serial fraction of an elastic job's epoch time (testbed.Physics.Serial).
+	Serial float64
 }
 
 // Flags registers the options on fs.
@@ -70,6 +72,8 @@ func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NodeSelector, "testbed-node-selector", "type=kwok", "testbed mode: label selector of the fake nodes")
 	fs.Float64Var(&o.TimeScale, "time-scale", 1, "testbed mode: trace seconds per real second")
 	fs.Int64Var(&o.Seed, "seed", 1, "testbed mode: seed of the per-job noise")
+	fs.Float64Var(&o.Serial, "testbed-serial", testbed.DefaultPhysics().Serial,
+		"testbed mode: serial fraction (0..1) of an elastic job's epoch time: on W workers of reference size R an epoch takes epoch-time x (serial + (1 - serial) x R / W)")
 }
 
 // Main parses args and runs the agent until SIGINT or SIGTERM.
@@ -198,12 +202,26 @@ func labelNode(ctx context.Context, kube client.Client, node string, b gpu.Backe
 	}
 }
 
+// testbedPhysics is the simulator's physics with the flags' overrides.
+func (o Options) testbedPhysics() (testbed.Physics, error) {
+	ph := testbed.DefaultPhysics()
+	if o.Serial < 0 || o.Serial > 1 {
+		return ph, fmt.Errorf("--testbed-serial %v: want a fraction within 0..1", o.Serial)
+	}
+	ph.Serial = o.Serial
+	return ph, nil
+}
+
 func runTestbed(ctx context.Context, o Options, kube client.WithWatch, log logr.Logger) error {
 	sel, err := labels.Parse(o.NodeSelector)
 	if err != nil {
 		return fmt.Errorf("--testbed-node-selector: %w", err)
 	}
-	tb := testbed.New(kube, clock.RealClock{}, log.WithName("testbed"), sel, testbed.DefaultPhysics(), o.TimeScale, o.Seed)
+	ph, err := o.testbedPhysics()
+	if err != nil {
+		return err
+	}
+	tb := testbed.New(kube, clock.RealClock{}, log.WithName("testbed"), sel, ph, o.TimeScale, o.Seed)
 	col := metrics.New(tb.Backends, tb.Registry)
 	tb.Coord.OnAck = col.Acked
 	errc := make(chan error, 2)

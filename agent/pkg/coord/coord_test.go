@@ -73,7 +73,11 @@ func TestSync(t *testing.T) {
 		makePod("asked", "n1").ann(protocol.AnnotationCheckpointRequest, req).obj(),
 		makePod("answered", "n1").ann(protocol.AnnotationCheckpointRequest, req).
 			ann(protocol.AnnotationCheckpointAck, protocol.CheckpointAck{RequestID: "r1"}).obj(),
-		makePod("resumed", "n1").ann(protocol.AnnotationResumeFrom, protocol.ResumePoint{Epoch: 4, Path: "/ck/4"}).obj(),
+		// An annotation written before elastic jobs (no sizes) still parses: sizes 0.
+		makePod("resumed", "n1").ann(protocol.AnnotationResumeFrom, `{"epoch":4,"path":"/ck/4"}`).obj(),
+		// An elastic job resumed at 2 of its 4 workers.
+		makePod("resized", "n1").ann(protocol.AnnotationResumeFrom,
+			`{"epoch":3,"path":"/ck/3","worldSize":2,"referenceWorldSize":4}`).obj(),
 		makePod("garbled", "n1").ann(protocol.AnnotationCheckpointRequest, `{"id":"x","mode":"later"}`).
 			ann(protocol.AnnotationResumeFrom, "{").obj(),
 		makePod("finished", "n1").phase(corev1.PodSucceeded).obj(),
@@ -90,10 +94,11 @@ func TestSync(t *testing.T) {
 	}
 	sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
 	pod := func(name string) api.Pod { return api.Pod{UID: "uid-" + name, Namespace: "ns", Name: name} }
-	want := []api.Pod{pod("answered"), pod("asked"), pod("garbled"), pod("plain"), pod("resumed")}
+	want := []api.Pod{pod("answered"), pod("asked"), pod("garbled"), pod("plain"), pod("resized"), pod("resumed")}
 	want[0].Request, want[0].AckedID = &req, "r1"
 	want[1].Request = &req
-	want[4].Resume = protocol.ResumePoint{Epoch: 4, Path: "/ck/4"}
+	want[4].Resume = protocol.ResumePoint{Epoch: 3, Path: "/ck/3", WorldSize: 2, ReferenceWorldSize: 4}
+	want[5].Resume = protocol.ResumePoint{Epoch: 4, Path: "/ck/4"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("registry pods (-want +got):\n%s", diff)
 	}

@@ -29,9 +29,11 @@
 // stale and must be ignored.
 //
 // AnnotationResumeFrom (operator -> agent) holds a JSON ResumePoint: the epoch to start from
-// and the checkpoint path. The operator puts it on the job's pod templates before it admits
-// the job again (so every new pod carries it), or on the pods themselves. A pod without it
-// starts from epoch 0.
+// and the checkpoint path, and for an elastic job the admission's world size and the reference
+// size its epoch time refers to (both omitted, so 0, for a rigid job). The operator puts it on
+// the job's pod templates before it admits the job again (so every new pod carries it), or on
+// the pods themselves. A pod without it starts from epoch 0. The agent answers register and
+// resume_point with it unchanged.
 //
 // AnnotationProgress (agent -> operator) holds a JSON Progress: the epoch in progress and
 // when it began, the epochs completed, the last epoch's duration, the storage bytes read and

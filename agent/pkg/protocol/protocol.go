@@ -70,8 +70,8 @@ type ResumePoint struct {
 	Epoch int32  `json:"epoch"`
 	Path  string `json:"path,omitempty"`
 	// WorldSize is the number of workers (pods) of this admission, ReferenceWorldSize the
-	// size the job's epoch time and learning-rate schedule refer to (an elastic job's
-	// maximum size). They differ when an elastic job resumes or was resized to another size;
+	// size the job's epoch time and learning-rate schedule refer to (the job's
+	// pickyman.dev/elastic-reference annotation, by default its maximum size). They differ when an elastic job resumes or was resized to another size;
 	// 0 when the operator did not say (a rigid job: the size never changes).
 	WorldSize          int32 `json:"worldSize,omitempty"`
 	ReferenceWorldSize int32 `json:"referenceWorldSize,omitempty"`

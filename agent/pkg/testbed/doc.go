@@ -1,9 +1,10 @@
 // Package testbed is the agent's testbed mode (brief sections 1 and 3): one agent process
 // serves every fake (kwok) GPU node of the testbed cluster and simulates the training of
 // every pod bound to them, with the brief's physics — container start, checkpoint load and
-// warm-up on every start, epochs of the job's epoch time, storage reads of the dataset once
-// per epoch, a checkpoint write before a boundary suspend — and the same per-job lognormal
-// noise as the simulator (testbed/sim). A simulated pod goes through the same registry and
+// warm-up on every start, epochs of the job's epoch time (by Amdahl's law at an elastic
+// job's size when it differs from the size the epoch time refers to: Physics.EpochTime),
+// storage reads of the dataset once per epoch, a checkpoint write before a boundary suspend
+// — and the same per-job lognormal noise as the simulator (testbed/sim). A simulated pod goes through the same registry and
 // coordinator as a real training process: it registers, reports epochs, polls for checkpoint
 // requests and acknowledges them, so the operator sees the same annotations as on real
 // nodes. When its last epoch ends, the pod is completed through the cluster's completion

@@ -33,12 +33,32 @@ type Physics struct {
 	// asynchronously, at no cost); a suspend-now resumes from the newest one.
 	CheckpointPeriod int32
 	NoiseSigma       float64
+	// Serial is the serial fraction of an elastic job's epoch time (Amdahl's law, as the
+	// simulator's Physics.Serial); see EpochTime.
+	Serial float64
 }
 
 // DefaultPhysics returns the simulator's defaults.
 func DefaultPhysics() Physics {
 	return Physics{ContainerStart: 20 * time.Second, WarmUp: 30 * time.Second, WriteBandwidth: 500e6,
-		ReadBandwidth: 1e9, CheckpointPeriod: 1, NoiseSigma: 0.1}
+		ReadBandwidth: 1e9, CheckpointPeriod: 1, NoiseSigma: 0.1, Serial: 0.1}
+}
+
+// EpochTime is the epoch time of a job on worldSize workers, given its epoch time epoch at
+// reference workers (the pod's sim-epoch-time annotation, at the size the job's
+// pickyman.dev/elastic-reference annotation names, by default its maximum): Amdahl's law, the simulator's rule (testbed/sim speed),
+//
+//	epoch x (Serial + (1 - Serial) x reference / worldSize),
+//
+// so an elastic job that shrinks to half its reference size takes 1 + (1 - Serial) times as
+// long per epoch (1.9x with Serial 0.1). The sizes are the resume point's WorldSize and
+// ReferenceWorldSize; when either is 0 (a rigid job) or they are equal, epoch is unchanged.
+func (ph Physics) EpochTime(epoch time.Duration, worldSize, reference int32) time.Duration {
+	if worldSize <= 0 || reference <= 0 || worldSize == reference {
+		return epoch
+	}
+	f := ph.Serial + (1-ph.Serial)*float64(reference)/float64(worldSize)
+	return time.Duration(math.Round(float64(epoch) * f))
 }
 
 // Spec is what a simulated pod trains, from its annotations.

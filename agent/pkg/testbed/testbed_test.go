@@ -31,7 +31,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func TestPhysicsMatchesSimulator(t *testing.T) {
 	s := sim.DefaultPhysics()
 	want := Physics{ContainerStart: s.ContainerStart, WarmUp: s.WarmUp, WriteBandwidth: s.WriteBandwidth,
-		ReadBandwidth: s.ReadBandwidth, CheckpointPeriod: s.CheckpointPeriod, NoiseSigma: s.NoiseSigma}
+		ReadBandwidth: s.ReadBandwidth, CheckpointPeriod: s.CheckpointPeriod, NoiseSigma: s.NoiseSigma, Serial: s.Serial}
 	if diff := cmp.Diff(want, DefaultPhysics()); diff != "" {
 		t.Errorf("testbed physics differ from the simulator's (-sim +testbed):\n%s", diff)
 	}

@@ -54,7 +54,8 @@ func newTrainer(reg *api.Registry, pod api.Pod, spec Spec, node string, caller a
 		start += scaled(transfer(spec.CheckpointBytes, ph.ReadBandwidth), n.load, scale)
 	}
 	t.until = now.Add(start)
-	t.epochLen = scaled(spec.EpochTime, 1, scale)
+	// An elastic job's epoch time follows its size (Physics.EpochTime).
+	t.epochLen = scaled(ph.EpochTime(spec.EpochTime, rp.WorldSize, rp.ReferenceWorldSize), 1, scale)
 	return t, nil
 }
 

@@ -23,8 +23,14 @@ size; what does is the data and the learning rate, which the script keeps equiva
 run's first size (the reference size, kept in the checkpoint): an epoch is always
 steps x batch x reference-size samples, so with W workers it has steps x reference / W steps
 of W batches; and the learning rate follows the linear scaling rule, lr x W / reference, as the
-global batch is W batches. The step count and rate in effect are printed with the "loaded"
+global batch is W batches. The step count and rate in effect are printed with the "sized"
 event.
+
+When the agent's resume point gives the job's sizes (an elastic job: world_size workers of
+reference_world_size, in pods), that reference takes precedence over the checkpoint's: it is
+converted to ranks at this run's ranks per pod, reference = W x reference_world_size /
+world_size, and the "sized" event then also names the agent's sizes and the checkpoint's
+reference. Without them the script behaves as before.
 
 Each notable moment is printed as a line "PICKYMAN_EVENT <json>" (with wall-clock time t) for
 tests and logs.
@@ -98,6 +104,17 @@ def save(args, model, opt, epoch, rank, world, ref_world):
     return path, nbytes, time.time() - t0
 
 
+def agent_reference(start, world):
+    """The reference world size in ranks that the agent's resume point gives, or None.
+
+    The operator counts pods; a pod may run several ranks, so the reference in ranks is this
+    run's ranks per pod times the reference in pods (kept an int when it divides evenly)."""
+    if start.world_size <= 0 or start.reference_world_size <= 0:
+        return None
+    n = world * start.reference_world_size
+    return n // start.world_size if n % start.world_size == 0 else n / start.world_size
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=5)
@@ -129,6 +146,7 @@ def main():
         torch.nn.Linear(args.hidden, args.classes))
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     ref_world = world  # the first run's world size; a checkpoint carries it on
+    ckpt_ref = None  # the checkpoint's reference size, if one was loaded
     if start.epoch > 0:
         t0 = time.time()
         state = torch.load(start.path, map_location="cpu")
@@ -137,15 +155,22 @@ def main():
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         written = state.get("world", world)
-        ref_world = state.get("ref_world", written)
+        ref_world = ckpt_ref = state.get("ref_world", written)
         event("loaded", epoch=start.epoch, seconds=time.time() - t0, hash=param_hash(model),
               world=world, written_world=written)
+    # The operator's reference size, when it gives one, takes precedence over the checkpoint's.
+    sized = {}
+    agent_ref = agent_reference(start, world)
+    if agent_ref is not None:
+        ref_world = agent_ref
+        sized = dict(agent_world_size=start.world_size, agent_reference_world_size=start.reference_world_size,
+                     checkpoint_reference_world=ckpt_ref)
     # Equivalent data and learning rate at this world size (see the module docstring).
     steps = max(1, round(args.steps * ref_world / world))
     for g in opt.param_groups:
         g["lr"] = args.lr * world / ref_world
     if rank == 0:
-        event("sized", world=world, reference_world=ref_world, steps=steps, lr=args.lr * world / ref_world)
+        event("sized", world=world, reference_world=ref_world, steps=steps, lr=args.lr * world / ref_world, **sized)
     ddp = DDP(model)
     loss_fn = torch.nn.CrossEntropyLoss()
 

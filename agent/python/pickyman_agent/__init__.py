@@ -9,7 +9,8 @@ Typical use, in every rank::
 
     from pickyman_agent import Client, EXIT_SUSPENDED
     agent = Client()
-    start = agent.register(pod, rank, world_size)      # ResumePoint(epoch, path)
+    start = agent.register(pod, rank, world_size)      # ResumePoint(epoch, path, world_size,
+                                                        #   reference_world_size)
     for epoch in range(start.epoch, epochs):
         agent.epoch_begin(epoch)
         ...train...

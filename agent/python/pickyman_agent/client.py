@@ -26,8 +26,18 @@ class AgentError(Exception):
 
 @dataclass(frozen=True)
 class ResumePoint:
+    """Where training starts: the epoch to begin (the number of epochs the checkpoint at path
+    holds; 0 and "" for a fresh start).
+
+    world_size is the number of workers (pods) of this admission and reference_world_size
+    the size the job's epoch time and learning-rate schedule refer to (an elastic job's
+    maximum size); they differ when an elastic job runs at another size. Both are 0 when the
+    operator does not say (a rigid job, or an older operator)."""
+
     epoch: int
     path: str = ""
+    world_size: int = 0
+    reference_world_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,9 @@ class Client:
     @staticmethod
     def _resume(resp: dict) -> ResumePoint:
         r = resp.get("resume") or {}
-        return ResumePoint(epoch=int(r.get("epoch", 0)), path=r.get("path", ""))
+        return ResumePoint(epoch=int(r.get("epoch", 0)), path=r.get("path", ""),
+                           world_size=int(r.get("worldSize", 0)),
+                           reference_world_size=int(r.get("referenceWorldSize", 0)))
 
     def register(self, pod: str, rank: int, world_size: int, retry: float = 5.0) -> ResumePoint:
         """Bind this connection to a rank of the caller's pod (pod "namespace/name" is checked
