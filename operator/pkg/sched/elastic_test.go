@@ -59,10 +59,7 @@ func TestValidateResize(t *testing.T) {
 	s := ut.MakeSnapshot(ut.Epoch).Nodes(nodes...).Jobs(e, r, q).Obj()
 	shrink := sched.Preemption{JobID: "e", Mode: sched.SuspendBoundary, For: "q", Resize: []sched.Slot{slot("a", 2, 4)}}
 	reserveA := sched.Reservation{JobID: "q", Placement: []sched.Slot{slot("a", 1, 4)}}
-	cases := map[string]struct {
-		d    sched.Decisions
-		want []string
-	}{
+	cases := map[string]validateCase{
 		"shrink frees the GPUs q is reserved": {
 			d: sched.Decisions{Preemptions: []sched.Preemption{shrink}, Reservations: []sched.Reservation{reserveA}},
 		},
@@ -104,25 +101,7 @@ func TestValidateResize(t *testing.T) {
 			want: []string{"node b over-committed"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			err := sched.Validate(s, tc.d)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate accepted, want %q", tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
-		})
-	}
+	runValidateCases(t, s, cases)
 }
 
 // A job suspending for a resize holds its kept GPUs through the resize: a reservation on

@@ -56,17 +56,27 @@ func (p *Plan) Admit(j *Job) Admission {
 	if !v.EverFits(j) {
 		return Never
 	}
+	if !p.startOnFree(j, j) {
+		return NoRoom
+	}
+	return Started
+}
+
+// startOnFree starts j where PlaceGang puts gang (j itself, or j at another size) in the
+// free GPUs, counting j's own reservation's held GPUs as free; it reports whether it did.
+func (p *Plan) startOnFree(j, gang *Job) bool {
+	v := p.View
 	hold := v.Hold(j.ID)
 	v.Give(hold)
-	pl, ok := v.PlaceGang(j)
+	pl, ok := v.PlaceGang(gang)
 	if !ok {
 		v.Take(hold)
-		return NoRoom
+		return false
 	}
 	delete(v.holds, j.ID)
 	v.Take(pl)
 	p.d.Starts = append(p.d.Starts, Start{JobID: j.ID, Placement: pl})
-	return Started
+	return true
 }
 
 // Preempted reports whether job id was already chosen as a victim in this plan.
@@ -114,20 +124,9 @@ func (p *Plan) Resize(q *Job, resizes []Preemption, placement []Slot) {
 // starts j on free GPUs if a gang of that size fits (reservations and pending suspends
 // are left to Admit).
 func (p *Plan) AdmitSized(j *Job, workers int32) bool {
-	v := p.View
 	c := *j
 	c.Workers = workers
-	hold := v.Hold(j.ID)
-	v.Give(hold)
-	pl, ok := v.PlaceGang(&c)
-	if !ok {
-		v.Take(hold)
-		return false
-	}
-	delete(v.holds, j.ID)
-	v.Take(pl)
-	p.d.Starts = append(p.d.Starts, Start{JobID: j.ID, Placement: pl})
-	return true
+	return p.startOnFree(j, &c)
 }
 
 // Decisions returns the decisions recorded so far.

@@ -24,10 +24,7 @@ func TestValidate(t *testing.T) {
 	s := ut.MakeSnapshot(ut.Epoch).Nodes(nodes...).Jobs(run, susp, res, q1, q2, q3).Obj()
 
 	slot := func(n string, w, g int32) sched.Slot { return sched.Slot{Node: n, Workers: w, GPUs: g} }
-	cases := map[string]struct {
-		d    sched.Decisions
-		want []string // substrings of the error; none means valid
-	}{
+	cases := map[string]validateCase{
 		"nothing": {},
 		"reserved job starts on its reservation": {
 			d: sched.Decisions{Starts: []sched.Start{{JobID: "res", Placement: []sched.Slot{slot("b", 1, 8)}}}},
@@ -93,6 +90,17 @@ func TestValidate(t *testing.T) {
 			want: []string{"reservation res: job is also started"},
 		},
 	}
+	runValidateCases(t, s, cases)
+}
+
+// validateCase is decisions and the substrings Validate's error must contain (none: valid).
+type validateCase struct {
+	d    sched.Decisions
+	want []string
+}
+
+func runValidateCases(t *testing.T, s *sched.Snapshot, cases map[string]validateCase) {
+	t.Helper()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			err := sched.Validate(s, tc.d)
