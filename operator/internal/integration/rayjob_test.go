@@ -99,28 +99,6 @@ func rayPodsOnNodes(ns, job string, n int) error {
 	return nil
 }
 
-func rayAllocation(ns, job string) (*v1alpha1.Allocation, error) {
-	a := &v1alpha1.Allocation{}
-	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobframework.AllocationName("RayJob", job)}, a)
-	return a, err
-}
-
-func waitRayPhase(t *testing.T, ns, job string, phase v1alpha1.AllocationPhase, timeout time.Duration) *v1alpha1.Allocation {
-	t.Helper()
-	var a *v1alpha1.Allocation
-	eventually(t, timeout, func() error {
-		var err error
-		if a, err = rayAllocation(ns, job); err != nil {
-			return err
-		}
-		if a.Status.Phase != phase {
-			return fmt.Errorf("allocation %s is %q, want %q", a.Name, a.Status.Phase, phase)
-		}
-		return nil
-	})
-	return a
-}
-
 // A RayJob goes through the same adapter as a PyTorchJob: the webhook suspends it and makes
 // its GPU groups' templates PickyMan's (the CPU head's stays the cluster's), it is admitted as
 // one gang, its index-less worker pods are bound one per placed node, a high-priority
@@ -151,7 +129,7 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 		t.Errorf("the CPU head's template got scheduler %q; it stays the cluster's", head.Spec.SchedulerName)
 	}
 
-	a := waitRayPhase(t, ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
+	a := waitKindPhase(t, "RayJob", ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
 	if len(a.Spec.PodSets) != 1 || a.Spec.PodSets[0].Name != "gpu" || a.Spec.PodSets[0].Count != 2 {
 		t.Errorf("pod sets %+v, want gpu x 2", a.Spec.PodSets)
 	}
@@ -161,7 +139,7 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 	if err := k8s.Create(ctx, high); err != nil {
 		t.Fatal(err)
 	}
-	p := waitRayPhase(t, ns, "low", v1alpha1.AllocationPreempting, 20*time.Second)
+	p := waitKindPhase(t, "RayJob", ns, "low", v1alpha1.AllocationPreempting, 20*time.Second)
 	id := p.Status.Checkpoint.ID
 	var pods []corev1.Pod
 	eventually(t, 10*time.Second, func() error {
@@ -192,7 +170,7 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q := waitRayPhase(t, ns, "low", v1alpha1.AllocationQueued, 20*time.Second)
+	q := waitKindPhase(t, "RayJob", ns, "low", v1alpha1.AllocationQueued, 20*time.Second)
 	if q.Status.ResumeEpoch != 2 || q.Status.Preemptions != 1 {
 		t.Errorf("resume epoch %d preemptions %d, want 2 and 1", q.Status.ResumeEpoch, q.Status.Preemptions)
 	}
@@ -202,7 +180,7 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 	waitPhase(t, ns, "high", v1alpha1.AllocationAdmitted, 20*time.Second)
 
 	finishJob(t, ns, "high")
-	waitRayPhase(t, ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
+	waitKindPhase(t, "RayJob", ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(low), job); err != nil {
 		t.Fatal(err)
 	}

@@ -261,18 +261,29 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 
 // allocation reads the Allocation of a PyTorchJob.
 func allocation(ns, job string) (*v1alpha1.Allocation, error) {
+	return kindAllocation(kftraining.PyTorchJobKind, ns, job)
+}
+
+// kindAllocation reads the Allocation of a job of a kind.
+func kindAllocation(kind, ns, job string) (*v1alpha1.Allocation, error) {
 	a := &v1alpha1.Allocation{}
-	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobframework.AllocationName(kftraining.PyTorchJobKind, job)}, a)
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobframework.AllocationName(kind, job)}, a)
 	return a, err
 }
 
-// waitPhase waits until a job's Allocation is in phase and returns it.
+// waitPhase waits until a PyTorchJob's Allocation is in phase and returns it.
 func waitPhase(t *testing.T, ns, job string, phase v1alpha1.AllocationPhase, timeout time.Duration) *v1alpha1.Allocation {
+	t.Helper()
+	return waitKindPhase(t, kftraining.PyTorchJobKind, ns, job, phase, timeout)
+}
+
+// waitKindPhase waits until the Allocation of a job of a kind is in phase and returns it.
+func waitKindPhase(t *testing.T, kind, ns, job string, phase v1alpha1.AllocationPhase, timeout time.Duration) *v1alpha1.Allocation {
 	t.Helper()
 	var a *v1alpha1.Allocation
 	eventually(t, timeout, func() error {
 		var err error
-		if a, err = allocation(ns, job); err != nil {
+		if a, err = kindAllocation(kind, ns, job); err != nil {
 			return err
 		}
 		if a.Status.Phase != phase {

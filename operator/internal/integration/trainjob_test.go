@@ -75,7 +75,7 @@ func trainPods(ns, job string) ([]corev1.Pod, error) {
 // its Allocation's placement gives its completion index, one per node, and that they are
 // PickyMan's: its scheduler, the agent's socket, and the resume point want (when not "").
 func trainPodsPinned(ns, job string, n int, want *protocol.ResumePoint) error {
-	a, err := trainAllocation(ns, job)
+	a, err := kindAllocation("TrainJob", ns, job)
 	if err != nil {
 		return err
 	}
@@ -115,28 +115,6 @@ func trainPodsPinned(ns, job string, n int, want *protocol.ResumePoint) error {
 	return nil
 }
 
-func trainAllocation(ns, job string) (*v1alpha1.Allocation, error) {
-	a := &v1alpha1.Allocation{}
-	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobframework.AllocationName("TrainJob", job)}, a)
-	return a, err
-}
-
-func waitTrainPhase(t *testing.T, ns, job string, phase v1alpha1.AllocationPhase, timeout time.Duration) *v1alpha1.Allocation {
-	t.Helper()
-	var a *v1alpha1.Allocation
-	eventually(t, timeout, func() error {
-		var err error
-		if a, err = trainAllocation(ns, job); err != nil {
-			return err
-		}
-		if a.Status.Phase != phase {
-			return fmt.Errorf("allocation %s is %q, want %q", a.Name, a.Status.Phase, phase)
-		}
-		return nil
-	})
-	return a
-}
-
 func getTrainJob(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
 	u := jobframework.TrainJobIntegration.NewObject().(*unstructured.Unstructured)
@@ -168,7 +146,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 		t.Error("the webhook did not create the TrainJob suspended")
 	}
 
-	a := waitTrainPhase(t, ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
+	a := waitKindPhase(t, "TrainJob", ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
 	want := []v1alpha1.PodSet{{Name: "node", Count: 2, GPUsPerPod: 8, GPUModel: "A100"}}
 	if fmt.Sprint(a.Spec.PodSets) != fmt.Sprint(want) {
 		t.Errorf("pod sets %+v, want %+v", a.Spec.PodSets, want)
@@ -193,7 +171,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 	if err := k8s.Create(ctx, high); err != nil {
 		t.Fatal(err)
 	}
-	p := waitTrainPhase(t, ns, "low", v1alpha1.AllocationPreempting, 20*time.Second)
+	p := waitKindPhase(t, "TrainJob", ns, "low", v1alpha1.AllocationPreempting, 20*time.Second)
 	id := p.Status.Checkpoint.ID
 	var pods []corev1.Pod
 	eventually(t, 10*time.Second, func() error {
@@ -220,7 +198,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q := waitTrainPhase(t, ns, "low", v1alpha1.AllocationQueued, 20*time.Second)
+	q := waitKindPhase(t, "TrainJob", ns, "low", v1alpha1.AllocationQueued, 20*time.Second)
 	if q.Status.ResumeEpoch != 2 || q.Status.Preemptions != 1 {
 		t.Errorf("resume epoch %d preemptions %d, want 2 and 1", q.Status.ResumeEpoch, q.Status.Preemptions)
 	}
@@ -231,7 +209,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 
 	// The new pods start from the acknowledged checkpoint.
 	finishJob(t, ns, "high")
-	waitTrainPhase(t, ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
+	waitKindPhase(t, "TrainJob", ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
 	eventually(t, 20*time.Second, func() error {
 		return trainPodsPinned(ns, "low", 2, &protocol.ResumePoint{Epoch: 2, Path: "/ckpt/train"})
 	})
@@ -247,7 +225,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 		}
 		return k8s.Status().Update(ctx, job)
 	})
-	f := waitTrainPhase(t, ns, "low", v1alpha1.AllocationFinished, 20*time.Second)
+	f := waitKindPhase(t, "TrainJob", ns, "low", v1alpha1.AllocationFinished, 20*time.Second)
 	if condition(f, v1alpha1.ConditionFinished) != "Succeeded" {
 		t.Errorf("finished with %q, want Succeeded", condition(f, v1alpha1.ConditionFinished))
 	}
@@ -306,7 +284,7 @@ func TestTrainJobRejected(t *testing.T) {
 	if jobframework.TrainJobIntegration.Wrap(getTrainJob(t, ns, "plain")).IsSuspended() {
 		t.Error("unmanaged TrainJob suspended")
 	}
-	if _, err := trainAllocation(ns, "plain"); !apierrors.IsNotFound(err) {
+	if _, err := kindAllocation("TrainJob", ns, "plain"); !apierrors.IsNotFound(err) {
 		t.Errorf("unmanaged TrainJob has an Allocation (err %v)", err)
 	}
 }
