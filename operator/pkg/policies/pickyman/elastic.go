@@ -125,11 +125,7 @@ func (c *cycle) shrink(q waiting) bool {
 		if !c.opts.FlatPriority && v.j.Priority > q.j.Priority || model != "" && v.model != model {
 			continue
 		}
-		s := c.scaling(v.j, v.j.Workers, lo)
-		remSmall := float64(v.rem) * s
-		delay := min(tq, time.Duration(remSmall).Seconds()) * (1 - 1/s)
-		waste := (1 + c.opts.GPUCostWeight) * (v.est.Write + v.est.Resume).Seconds()
-		cs = append(cs, &shrinkCand{v: v, keep: slices.Clone(v.j.Placement), cost: delay + waste})
+		cs = append(cs, &shrinkCand{v: v, keep: slices.Clone(v.j.Placement), cost: c.shrinkCost(v, lo, tq)})
 	}
 	if len(cs) == 0 {
 		return false
@@ -215,10 +211,7 @@ func (c *cycle) shrink(q waiting) bool {
 	var costSum float64
 	var groupDelay time.Duration
 	for _, sc := range group {
-		w := sc.v.j.Workers - sc.removed
-		s := c.scaling(sc.v.j, sc.v.j.Workers, w)
-		delay := min(tq, (time.Duration(float64(sc.v.rem)*s)).Seconds()) * (1 - 1/s)
-		costSum += delay + (1+c.opts.GPUCostWeight)*(sc.v.est.Write+sc.v.est.Resume).Seconds()
+		costSum += c.shrinkCost(sc.v, sc.v.j.Workers-sc.removed, tq)
 		groupDelay = max(groupDelay, sc.v.est.BoundaryDelay())
 	}
 	natural, freesUp := c.naturalWait(q.j)
@@ -238,6 +231,16 @@ func (c *cycle) shrink(q waiting) bool {
 	}
 	c.plan.Resize(q.j, resizes, placement)
 	return true
+}
+
+// shrinkCost is the cost in seconds of shrinking candidate v to w workers for a waiting job
+// of tq seconds: the delay its slower run inflicts on it while that job runs, min(T_q, its
+// remaining time at w) x (1 - t(W)/t(w)), plus its resize overhead (checkpoint write and
+// restart), weighted like a preemption's.
+func (c *cycle) shrinkCost(v *cand, w int32, tq float64) float64 {
+	s := c.scaling(v.j, v.j.Workers, w)
+	delay := min(tq, time.Duration(float64(v.rem)*s).Seconds()) * (1 - 1/s)
+	return delay + (1+c.opts.GPUCostWeight)*(v.est.Write+v.est.Resume).Seconds()
 }
 
 // freedSlots turns GPUs by node into slots (workers are not needed to give GPUs back to a
