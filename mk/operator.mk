@@ -3,7 +3,6 @@
 
 BUILD_CMDS += ./operator/cmd/pickyman-operator
 GENERATED_PATHS += config/webhook/manifests.yaml
-KUSTOMIZE ?= $(GO) run sigs.k8s.io/kustomize/kustomize/v5@v5.7.1
 OPERATOR_CONFIG ?=
 INTEGRATION_TIMEOUT ?= 20m
 
@@ -25,10 +24,22 @@ TEST_TARGETS += test-integration
 run: ## Run the operator locally against the current kubeconfig (no webhooks; OPERATOR_CONFIG=file).
 	$(GO) run ./operator/cmd/pickyman-operator --webhooks=false $(if $(OPERATOR_CONFIG),--config $(OPERATOR_CONFIG))
 
+# The installer: config/default with the images of IMG and AGENT_IMG (mk/images.mk), one YAML
+# stream. It names the images of one build, so it is written, not committed.
+INSTALLER      ?= dist/install.yaml
+INSTALLER_BASE ?= config/default
+
+.PHONY: build-installer
+build-installer: ## Write dist/install.yaml: CRDs, RBAC, operator, webhooks and agent with IMG and AGENT_IMG (INSTALLER_BASE=config/overlays/cert-manager for cert-manager).
+	@mkdir -p $(dir $(INSTALLER))
+	$(GO) run ./hack/installer --kustomization $(INSTALLER_BASE) --operator-image $(IMG) --agent-image $(AGENT_IMG) -o $(INSTALLER)
+	@echo "wrote $(INSTALLER) (operator $(IMG), agent $(AGENT_IMG))"
+
 .PHONY: deploy
-deploy: ## Deploy CRDs, RBAC, the operator and its webhooks to the current kubeconfig's cluster.
-	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+deploy: build-installer ## Install PickyMan (dist/install.yaml with IMG and AGENT_IMG) on the current kubeconfig's cluster.
+	kubectl apply --server-side -f $(INSTALLER)
+	kubectl -n pickyman-system rollout status deployment/pickyman-operator --timeout=5m
 
 .PHONY: undeploy
-undeploy: ## Remove what deploy created.
-	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+undeploy: ## Remove everything deploy installed.
+	kubectl delete --ignore-not-found --wait -f $(INSTALLER)

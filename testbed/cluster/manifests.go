@@ -36,22 +36,20 @@ func Kustomize(dir string) ([]*unstructured.Unstructured, error) {
 }
 
 // testbedManifests builds what the testbed applies for PickyMan's components: config/testbed
-// (CRDs, the operator's RBAC, the webhook configurations, the testbed agent's extra role) and
-// config/agent without its DaemonSet. The webhooks are pointed at the operator's local
-// address: a Service here has no endpoints the API server could reach.
+// (CRDs, the operator's RBAC, the webhook configurations, the agent's RBAC and the testbed
+// agent's extra role) without the agent's DaemonSet. The webhooks are pointed at the
+// operator's local address: a Service here has no endpoints the API server could reach.
 func testbedManifests(configDir, webhookAddr string) ([]*unstructured.Unstructured, error) {
+	built, err := Kustomize(filepath.Join(configDir, "testbed"))
+	if err != nil {
+		return nil, err
+	}
 	var objs []*unstructured.Unstructured
-	for _, d := range []string{"testbed", "agent"} {
-		built, err := Kustomize(filepath.Join(configDir, d))
-		if err != nil {
-			return nil, err
+	for _, o := range built {
+		if o.GetKind() == "DaemonSet" || o.GetKind() == "Deployment" {
+			continue
 		}
-		for _, o := range built {
-			if o.GetKind() == "DaemonSet" || o.GetKind() == "Deployment" {
-				continue
-			}
-			objs = append(objs, o)
-		}
+		objs = append(objs, o)
 	}
 	for _, o := range objs {
 		if o.GetKind() != "MutatingWebhookConfiguration" && o.GetKind() != "ValidatingWebhookConfiguration" {

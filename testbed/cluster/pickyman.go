@@ -169,7 +169,7 @@ func (o Options) operatorConfig(metrics, health, webhook int) ([]byte, error) {
 	conf.Manager.HealthProbeBindAddress = "127.0.0.1:" + strconv.Itoa(health)
 	conf.Manager.WebhookPort = webhook
 	conf.Manager.WebhookCertDir = filepath.Join(o.Workdir(), ComponentOperator+"-certs")
-	conf.Manager.LeaderElection = true
+	conf.Manager.LeaderElection = ptr.To(true)
 	conf.Manager.LeaderElectionNamespace = PickyManNamespace
 	return yaml.Marshal(conf)
 }
@@ -240,7 +240,7 @@ func (o Options) startOperator(ctx context.Context, c *Clients) error {
 	if err := os.WriteFile(o.componentFile(ComponentOperator, "metrics"), []byte(fmt.Sprintf("127.0.0.1:%d\n", metrics)), 0o644); err != nil {
 		return err
 	}
-	args := []string{"--config", confPath, "--self-signed-certs", "--webhook-host", "127.0.0.1",
+	args := []string{"--config", confPath, "--webhook-certs=self-signed", "--webhook-host", "127.0.0.1",
 		"--webhook-namespace", PickyManNamespace}
 	env := []string{"KUBECONFIG=" + o.componentFile(ComponentOperator, "kubeconfig")}
 	pid, err := startDetached(o.Binary(ComponentOperator), args, env, o.ComponentLog(ComponentOperator), o.componentFile(ComponentOperator, "pid"))

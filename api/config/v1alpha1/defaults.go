@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Default fills every unset field with its default.
@@ -43,6 +44,9 @@ func (c *Configuration) Default() {
 	}
 	if m.HealthProbeBindAddress == "" {
 		m.HealthProbeBindAddress = ":8081"
+	}
+	if m.LeaderElection == nil {
+		m.LeaderElection = ptr.To(true)
 	}
 	if m.WebhookPort == 0 {
 		m.WebhookPort = 9443

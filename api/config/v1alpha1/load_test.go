@@ -23,6 +23,17 @@ func TestParse(t *testing.T) {
 				if c.Overhead.GracePeriod.Duration != 30*time.Second || c.GPUResource != "nvidia.com/gpu" {
 					t.Errorf("overhead defaults: %+v %q", c.Overhead, c.GPUResource)
 				}
+				if c.Manager.LeaderElection == nil || !*c.Manager.LeaderElection {
+					t.Errorf("leader election defaults to %v, want on", c.Manager.LeaderElection)
+				}
+			},
+		},
+		"leader election can be turned off": {
+			in: "manager: {leaderElection: false}\n",
+			check: func(t *testing.T, c *Configuration) {
+				if c.Manager.LeaderElection == nil || *c.Manager.LeaderElection {
+					t.Errorf("leaderElection false read as %v", c.Manager.LeaderElection)
+				}
 			},
 		},
 		"explicit values are kept": {

@@ -77,7 +77,9 @@ type Checkpoint struct {
 type Manager struct {
 	MetricsBindAddress     string `json:"metricsBindAddress"`
 	HealthProbeBindAddress string `json:"healthProbeBindAddress"`
-	LeaderElection         bool   `json:"leaderElection"`
+	// LeaderElection makes the replicas elect one leader, which alone schedules; on unless
+	// set to false (the installed Deployment runs two replicas).
+	LeaderElection *bool `json:"leaderElection,omitempty"`
 	// LeaderElectionNamespace is where the lease lives.
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
 	WebhookPort             int    `json:"webhookPort"`

@@ -20,30 +20,52 @@ import (
 type Flags struct {
 	ConfigFile string
 	Webhooks   bool
-	// SelfSignedCerts generates the webhook certificates and injects the CA (local
-	// testbed); WebhookService/Namespace name the Service they are made for.
-	SelfSignedCerts  bool
+	// WebhookCerts says where the webhook server's certificate comes from: CertsRotate,
+	// CertsSelfSigned or CertsExternal. WebhookService/Namespace name the Service it is made
+	// for.
+	WebhookCerts     string
+	WebhookSecret    string
 	WebhookService   string
 	WebhookNamespace string
 	MutatingConfig   string
 	ValidatingConfig string
 	// WebhookHost is the address the webhook server binds (all when empty); with
-	// SelfSignedCerts it is added to the certificate, so the API server can call the webhooks
+	// CertsSelfSigned it is added to the certificate, so the API server can call the webhooks
 	// by URL (the local testbed, where a Service has no reachable endpoints).
 	WebhookHost string
 }
+
+// Sources of the webhook server's certificate (--webhook-certs).
+const (
+	// CertsRotate: the operator makes a CA and a serving certificate, keeps them in the
+	// Secret --webhook-secret (mounted at the certificate directory by every replica),
+	// renews them before they expire and injects the CA into its webhook configurations.
+	// What config/default installs.
+	CertsRotate = "rotate"
+	// CertsSelfSigned: a certificate made at start and written to the certificate
+	// directory, the CA injected; no Secret (the local testbed's operator processes).
+	CertsSelfSigned = "self-signed"
+	// CertsExternal: the certificate is mounted by someone else and the CA injected by them
+	// (cert-manager: config/overlays/cert-manager).
+	CertsExternal = "external"
+)
 
 // Bind registers the flags.
 func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.ConfigFile, "config", "", "configuration file (config.pickyman.dev/v1alpha1 Configuration); defaults if empty")
 	fs.BoolVar(&f.Webhooks, "webhooks", true, "serve the admission webhooks")
-	fs.BoolVar(&f.SelfSignedCerts, "self-signed-certs", false, "generate the webhook certificates and inject the CA into the webhook configurations")
+	fs.StringVar(&f.WebhookCerts, "webhook-certs", CertsRotate, "where the webhook certificate comes from: rotate (made, kept in --webhook-secret and rotated by the operator), self-signed (made at start, no Secret) or external (mounted, e.g. by cert-manager)")
+	fs.StringVar(&f.WebhookSecret, "webhook-secret", "pickyman-webhook-server-cert", "Secret that holds the rotated webhook certificate (--webhook-certs=rotate)")
 	fs.StringVar(&f.WebhookService, "webhook-service", "pickyman-webhook-service", "Service name the generated certificate is valid for")
 	fs.StringVar(&f.WebhookNamespace, "webhook-namespace", "pickyman-system", "namespace of the webhook Service")
 	fs.StringVar(&f.MutatingConfig, "mutating-webhook-configuration", "pickyman-mutating-webhook-configuration", "name of the MutatingWebhookConfiguration to inject the CA into")
-	fs.StringVar(&f.WebhookHost, "webhook-host", "", "address the webhook server binds; with --self-signed-certs also a name in the certificate")
+	fs.StringVar(&f.WebhookHost, "webhook-host", "", "address the webhook server binds; with --webhook-certs=self-signed also a name in the certificate")
 	fs.StringVar(&f.ValidatingConfig, "validating-webhook-configuration", "pickyman-validating-webhook-configuration", "name of the ValidatingWebhookConfiguration to inject the CA into")
 }
+
+// DefaultCertDir is the webhook server's certificate directory when the configuration names
+// none (controller-runtime's default; config/default mounts the Secret there).
+const DefaultCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 // LoadConfig reads the configuration file, or returns the defaults.
 func LoadConfig(path string) (*configv1.Configuration, error) {
@@ -68,8 +90,13 @@ func Run(ctx context.Context, f Flags) error {
 	if err != nil {
 		return err
 	}
+	switch f.WebhookCerts {
+	case CertsRotate, CertsSelfSigned, CertsExternal:
+	default:
+		return fmt.Errorf("--webhook-certs: unknown source %q (want %s, %s or %s)", f.WebhookCerts, CertsRotate, CertsSelfSigned, CertsExternal)
+	}
 	var files cert.Files
-	if f.Webhooks && f.SelfSignedCerts {
+	if f.Webhooks && f.WebhookCerts == CertsSelfSigned {
 		if conf.Manager.WebhookCertDir == "" {
 			conf.Manager.WebhookCertDir = "/tmp/pickyman-webhook-certs"
 		}
@@ -89,9 +116,37 @@ func Run(ctx context.Context, f Flags) error {
 	if err != nil {
 		return err
 	}
-	mgr, _, err := setup.New(restCfg, conf, setup.Options{Metrics: m, Webhooks: f.Webhooks, WebhookHost: f.WebhookHost})
+	opts := setup.Options{Metrics: m, Webhooks: f.Webhooks, WebhookHost: f.WebhookHost}
+	var certsReady chan struct{}
+	if f.Webhooks && f.WebhookCerts == CertsRotate {
+		// The rotator is registered on the manager, which does not exist yet: the webhooks
+		// wait on a channel that is closed when the rotator's is.
+		certsReady = make(chan struct{})
+		opts.CertsReady = certsReady
+	}
+	mgr, _, err := setup.New(restCfg, conf, opts)
 	if err != nil {
 		return err
+	}
+	if certsReady != nil {
+		certDir := conf.Manager.WebhookCertDir
+		if certDir == "" {
+			certDir = DefaultCertDir
+		}
+		ready, err := cert.AddRotator(mgr, cert.Rotation{
+			Namespace: f.WebhookNamespace, Secret: f.WebhookSecret, Service: f.WebhookService,
+			CertDir: certDir, Mutating: f.MutatingConfig, Validating: f.ValidatingConfig,
+		})
+		if err != nil {
+			return fmt.Errorf("webhook certificate rotator: %w", err)
+		}
+		go func() {
+			select {
+			case <-ready:
+				close(certsReady)
+			case <-ctx.Done():
+			}
+		}()
 	}
 	if files.CA != nil {
 		c, err := client.New(restCfg, client.Options{Scheme: mgr.GetScheme()})

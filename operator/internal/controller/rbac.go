@@ -22,5 +22,10 @@ package controller
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //
-// The operator's own webhook configurations, to inject the CA of self-signed certificates.
+// The operator's own webhook configurations, to inject the CA of the certificates it makes
+// (update only those two; the rotator's cache lists and watches webhook configurations).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;update,resourceNames=pickyman-mutating-webhook-configuration;pickyman-validating-webhook-configuration
+//
+// The rotated webhook certificate, a Secret in the operator's namespace only (a Role).
+// +kubebuilder:rbac:groups="",namespace=pickyman-system,resources=secrets,verbs=get;list;watch;update

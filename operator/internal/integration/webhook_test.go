@@ -98,3 +98,40 @@ func TestWebhooks(t *testing.T) {
 		}
 	})
 }
+
+// With no operator serving, the webhooks' selectors decide: a job without a queue label is
+// created untouched (the API server never calls PickyMan for it), and a managed one is
+// refused, with a message that names PickyMan's webhook and why it failed.
+func TestWebhooksWithOperatorDown(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+
+	unmanaged := utiltesting.MakePyTorchJob("unmanaged", ns).Master(8).Obj()
+	delete(unmanaged.Labels, v1alpha1.LabelQueue)
+	if err := k8s.Create(ctx, unmanaged); err != nil {
+		t.Fatalf("unmanaged PyTorchJob refused with the operator down: %v", err)
+	}
+	got := &kftraining.PyTorchJob{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(unmanaged), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.RunPolicy.Suspend != nil && *got.Spec.RunPolicy.Suspend {
+		t.Errorf("unmanaged PyTorchJob was suspended")
+	}
+	// An update of the unmanaged job is not PickyMan's business either.
+	got.Annotations = map[string]string{"example.com/owner": "team-a"}
+	if err := k8s.Update(ctx, got); err != nil {
+		t.Errorf("update of an unmanaged PyTorchJob refused with the operator down: %v", err)
+	}
+
+	managed := utiltesting.MakePyTorchJob("managed", ns).Master(8).Obj()
+	err := k8s.Create(ctx, managed)
+	if err == nil {
+		t.Fatal("managed PyTorchJob created with no operator serving its webhooks")
+	}
+	for _, want := range []string{"pytorchjob.pickyman.dev", "failed calling webhook"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+}

@@ -1,9 +1,12 @@
 package setup
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -59,6 +62,10 @@ type Options struct {
 	DisableMetricsServer bool
 	// LeaderElectionID names the lease.
 	LeaderElectionID string
+	// CertsReady, when set, holds the webhooks back until it is closed (the certificate
+	// rotator's readiness): the webhook server starts only once its certificate is there, and
+	// the operator is not ready before it serves.
+	CertsReady <-chan struct{}
 	// SkipNameValidation allows several managers in one process to register controllers of
 	// the same names (tests that restart the operator).
 	SkipNameValidation bool
@@ -92,7 +99,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	mopts := ctrl.Options{
 		Scheme:                  scheme,
 		HealthProbeBindAddress:  m.HealthProbeBindAddress,
-		LeaderElection:          m.LeaderElection,
+		LeaderElection:          ptr.Deref(m.LeaderElection, true),
 		LeaderElectionID:        opts.LeaderElectionID,
 		LeaderElectionNamespace: m.LeaderElectionNamespace,
 		// A graceful shutdown hands the lease over at once (the binary exits right after the
@@ -152,16 +159,41 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if err := (&controller.Binder{Operator: op}).SetupWithManager(mgr); err != nil {
 		return nil, nil, err
 	}
-	if opts.Webhooks {
-		pmwebhook.Setup(mgr, conf)
-	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := addWebhooks(mgr, conf, opts); err != nil {
 		return nil, nil, err
 	}
 	return mgr, op, nil
+}
+
+// addWebhooks registers the webhooks and the readiness check: ready once the webhook server
+// serves (at once without webhooks). With CertsReady the webhooks are registered, and the
+// manager's webhook server added and started, only after it is closed.
+func addWebhooks(mgr ctrl.Manager, conf *configv1.Configuration, opts Options) error {
+	if !opts.Webhooks {
+		return mgr.AddReadyzCheck("readyz", healthz.Ping)
+	}
+	if opts.CertsReady == nil {
+		pmwebhook.Setup(mgr, conf)
+		return mgr.AddReadyzCheck("readyz", mgr.GetWebhookServer().StartedChecker())
+	}
+	var started atomic.Pointer[healthz.Checker]
+	go func() {
+		<-opts.CertsReady
+		ctrl.Log.Info("webhook certificates ready; serving the webhooks")
+		pmwebhook.Setup(mgr, conf)
+		check := mgr.GetWebhookServer().StartedChecker()
+		started.Store(&check)
+	}()
+	return mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		check := started.Load()
+		if check == nil {
+			return errors.New("webhook certificates not ready")
+		}
+		return (*check)(req)
+	})
 }
 
 // EnabledIntegrations returns the job kinds whose CRDs the API server serves, and logs the

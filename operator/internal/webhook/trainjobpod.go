@@ -26,7 +26,7 @@ const MutateTrainJobPodPath = "/mutate-trainjob-pod"
 // selector), which is where a TrainJob's trainer pods come from; it fails closed, as the job
 // webhooks do, because a node pod that missed it would be placed by the cluster's scheduler
 // outside PickyMan's accounting.
-// +kubebuilder:webhook:path=/mutate-trainjob-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mtrainjobpod.pickyman.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchLabels":{"jobset.sigs.k8s.io/replicatedjob-name":"node"}}}`
+// +kubebuilder:webhook:path=/mutate-trainjob-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mtrainjobpod.pickyman.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchLabels":{"jobset.sigs.k8s.io/replicatedjob-name":"node"}},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","kube-public","pickyman-system"]}]}}`
 
 // TrainJobPodMutator gives the pods of a PickyMan TrainJob's node job, as they are created,
 // what the job webhook and the job controller give the pod templates of the other kinds: a
