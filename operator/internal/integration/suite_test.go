@@ -156,6 +156,8 @@ func testConfig(policy string) *configv1.Configuration {
 	c.Checkpoint.NowDeadline = metav1.Duration{Duration: 20 * time.Second}
 	c.Checkpoint.BoundaryDeadline = metav1.Duration{Duration: 20 * time.Second}
 	c.Manager.HealthProbeBindAddress = "0"
+	// One operator at a time, started and stopped by the tests: no lease to wait for.
+	c.Manager.LeaderElection = ptr.To(false)
 	c.Default()
 	return c
 }
