@@ -103,6 +103,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 		operatorConf string
 		timeScale    float64
 		seed         int64
+		realNodes    int
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -120,6 +121,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 				return err
 			}
 			o.Pools = pools
+			o.RealNodes = realNodes
 			if pickyman {
 				conf := &configv1.Configuration{}
 				if operatorConf != "" {
@@ -149,6 +151,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	cmd.Flags().StringVar(&operatorConf, "operator-config", "", "with --pickyman: the operator's configuration file (defaults if empty; the testbed sets its addresses)")
 	cmd.Flags().Float64Var(&timeScale, "time-scale", 1, "with --pickyman: the agent's trace seconds per real second")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "with --pickyman: seed of the agent's per-job noise")
+	cmd.Flags().IntVar(&realNodes, "real-nodes", 0, "also run this many real nodes <name>-node-<i>: a kubelet on containerd with CNI, and kube-proxy (root; `make realnode-deps realnode-tools`; only when the cluster is created)")
 	return cmd
 }
 

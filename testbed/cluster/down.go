@@ -40,7 +40,11 @@ func Down(ctx context.Context, o Options) error {
 			}
 		}
 	}
-	// 3. The control plane and the workdir.
+	// 3. The real nodes while the API server still runs (their pods are deleted first), then
+	// the control plane and the workdir.
+	if err := o.StopRealNodes(ctx); err != nil {
+		return fmt.Errorf("%w (the control plane still runs; run down again once they are gone)", err)
+	}
 	if _, err := os.Stat(o.Binary("kwokctl")); err == nil {
 		if _, err := o.kwokctl(ctx, "delete", "cluster", "--name", o.Name); err != nil {
 			return err

@@ -47,6 +47,13 @@ func (o Options) createArgs() ([]string, error) {
 	for _, b := range ControlPlaneBinaries {
 		args = append(args, b.Flag, o.Binary(b.Name))
 	}
+	if o.RealNodes > 0 {
+		extra, err := o.realNodeCreateArgs()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, extra...)
+	}
 	return args, nil
 }
 

@@ -31,6 +31,10 @@ type Options struct {
 	PickyMan *PickyMan
 	// Pools are the fake GPU nodes to create.
 	Pools []Pool
+	// RealNodes is the number of real nodes (a kubelet on containerd, CNI, kube-proxy: see
+	// realnode.go) to run beside the fake ones; 0 runs none. The cluster must be created
+	// with it: it sets API server flags.
+	RealNodes int
 	// TrainingOperator starts the training-operator (default true from DefaultOptions).
 	TrainingOperator bool
 	// KubeRay installs KubeRay's CRDs and starts its RayCluster and RayJob controllers with

@@ -109,6 +109,12 @@ func Up(ctx context.Context, o Options) (*Info, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// 4b. Real nodes: a kubelet on containerd with CNI, and kube-proxy (realnode.go).
+	if o.RealNodes > 0 {
+		if err := phase("real-nodes", func() error { return o.StartRealNodes(ctx, c) }); err != nil {
+			return nil, err
+		}
+	}
 	// 5. The training-operator, as a local process.
 	if o.TrainingOperator {
 		if err := phase("training-operator", func() error {
