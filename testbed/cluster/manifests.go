@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -107,11 +108,10 @@ func (c *Clients) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 			return fmt.Errorf("namespace %s: %w", ns, err)
 		}
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	mapper, err := c.mapper()
 	if err != nil {
 		return err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	for _, o := range rest {
 		gvk := o.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -129,4 +129,13 @@ func (c *Clients) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 		}
 	}
 	return nil
+}
+
+// mapper maps kinds to resources through the API server's discovery.
+func (c *Clients) mapper() (meta.RESTMapper, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), nil
 }

@@ -54,7 +54,25 @@ type PickyMan struct {
 	Seed int64
 	// NodeSelector selects the nodes the testbed agent serves (default type=kwok).
 	NodeSelector string
+	// Installed runs them as installed (installed.go): pods on the real node from the images
+	// of `make images`, applied with the installer; otherwise they are local processes.
+	Installed bool
+	// Kubeconfig is the cluster where PickyMan is installed when the testbed did not bring it
+	// up (kind: its images loaded into the nodes by `make kind-up`); empty for the testbed's
+	// own cluster.
+	Kubeconfig string
 }
+
+// pickymanKubeconfig is the kubeconfig of the cluster PickyMan runs on.
+func (o Options) pickymanKubeconfig() string {
+	if o.PickyMan != nil && o.PickyMan.Kubeconfig != "" {
+		return o.PickyMan.Kubeconfig
+	}
+	return o.Kubeconfig()
+}
+
+// installed says whether PickyMan runs as installed pods.
+func (o Options) installed() bool { return o.PickyMan != nil && o.PickyMan.Installed }
 
 // Component names, as in logs, pid files and errors.
 const (
@@ -71,6 +89,9 @@ func (o Options) ComponentLog(component string) string { return o.componentFile(
 
 // ComponentPid is the pid of a running PickyMan component, or 0.
 func (o Options) ComponentPid(component string) int {
+	if o.installed() {
+		return o.installedRunning(component)
+	}
 	if pid := readPid(o.componentFile(component, "pid")); alive(pid) {
 		return pid
 	}
@@ -79,6 +100,9 @@ func (o Options) ComponentPid(component string) int {
 
 // AgentMetricsURL is the testbed agent's Prometheus endpoint.
 func (o Options) AgentMetricsURL() string {
+	if o.installed() {
+		return o.installedAgentMetricsURL()
+	}
 	return "http://" + strings.TrimSpace(readFile(o.componentFile(ComponentAgent, "addr"))) + "/metrics"
 }
 
@@ -97,6 +121,9 @@ func readFile(path string) string {
 func (o Options) DeployPickyMan(ctx context.Context, c *Clients) error {
 	if o.PickyMan == nil {
 		return errors.New("no PickyMan options")
+	}
+	if o.installed() {
+		return o.InstallPickyMan(ctx, c)
 	}
 	for _, b := range []string{ComponentOperator, ComponentAgent} {
 		if _, err := os.Stat(o.Binary(b)); err != nil {
@@ -177,6 +204,9 @@ func (o Options) operatorConfig(metrics, health, webhook int) ([]byte, error) {
 // StartOperator starts the operator unless it runs, and waits until it is ready and its
 // webhooks carry its CA.
 func (o Options) StartOperator(ctx context.Context, c *Clients) error {
+	if o.installed() {
+		return o.startInstalledOperator(ctx, c)
+	}
 	if o.ComponentPid(ComponentOperator) > 0 {
 		return nil
 	}
@@ -304,6 +334,13 @@ func (c *Clients) webhookServesInjectedCA(ctx context.Context, addr string) (boo
 
 // StartAgent starts the testbed agent unless it runs, and waits until it serves metrics.
 func (o Options) StartAgent(ctx context.Context) error {
+	if o.installed() {
+		c, err := NewClients(o.pickymanKubeconfig())
+		if err != nil {
+			return err
+		}
+		return o.WaitPickyManReady(ctx, c)
+	}
 	if o.ComponentPid(ComponentAgent) > 0 {
 		return nil
 	}
@@ -316,17 +353,7 @@ func (o Options) startAgent(ctx context.Context) error {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	sel := o.PickyMan.NodeSelector
-	if sel == "" {
-		sel = "type=kwok"
-	}
-	scale := o.PickyMan.TimeScale
-	if scale <= 0 {
-		scale = 1
-	}
-	args := []string{"--testbed", "--testbed-node-selector", sel,
-		"--time-scale", strconv.FormatFloat(scale, 'g', -1, 64),
-		"--seed", strconv.FormatInt(o.PickyMan.Seed, 10), "--metrics-addr", addr}
+	args := o.testbedAgentArgs(addr)
 	env := []string{"KUBECONFIG=" + o.componentFile(ComponentAgent, "kubeconfig")}
 	if err := os.WriteFile(o.componentFile(ComponentAgent, "addr"), []byte(addr+"\n"), 0o644); err != nil {
 		return err
@@ -351,6 +378,9 @@ func (o Options) startAgent(ctx context.Context) error {
 // StopComponent stops a PickyMan component: SIGKILL when kill is set (a crash), otherwise
 // SIGTERM with a grace period (a shutdown).
 func (o Options) StopComponent(component string, kill bool) error {
+	if o.installed() {
+		return o.stopInstalledComponent(component, kill)
+	}
 	pid := o.ComponentPid(component)
 	if pid == 0 {
 		return nil
