@@ -142,12 +142,7 @@ var _ = ginkgo.Describe("PickyMan preemption with the checkpoint handshake", gin
 			g.Expect(preempting).NotTo(gomega.BeEmpty())
 		}, util.Timeout, 50*time.Millisecond).Should(gomega.Succeed())
 
-		ginkgo.By(fmt.Sprintf("killing the operator (SIGKILL) while %v are Preempting", preempting))
-		gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, true)).To(gomega.Succeed())
-		gomega.Expect(suite.opts.ComponentPid(cluster.ComponentOperator)).To(gomega.BeZero())
-		time.Sleep(2 * time.Second)
-		ginkgo.By("starting it again; it takes the lease over and continues the handshake")
-		gomega.Expect(suite.opts.StartOperator(ctx, suite.clients)).To(gomega.Succeed())
+		crashOperator(ctx, fmt.Sprintf("while %v are Preempting", preempting))
 
 		expectAllocationPhase(ctx, ns, "urgent-crash", pickymanv1.AllocationAdmitted, 2*util.Timeout)
 		victims := preempted(ctx, ns, jobs)
@@ -296,4 +291,26 @@ func expectNoOverCommit(w *util.GPUWatcher) {
 	v, events := w.Violations()
 	gomega.ExpectWithOffset(1, events).To(gomega.BeNumerically(">", 0), "the watcher saw nothing")
 	gomega.ExpectWithOffset(1, v).To(gomega.BeEmpty())
+}
+
+// crashOperator kills the operator that schedules. Installed, that is the leader pod, deleted
+// at once: the other replica must take the lease over and carry on. As a local process, the
+// one operator is killed and started again, and takes its lease back.
+func crashOperator(ctx context.Context, when string) {
+	if suite.opts.PickyMan.Installed {
+		leader, err := suite.opts.OperatorLeader(ctx, suite.clients)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		ginkgo.By(fmt.Sprintf("killing the leader pod %s %s", leader, when))
+		gomega.Expect(cluster.KillOperatorPod(ctx, suite.clients, leader)).To(gomega.Succeed())
+		ginkgo.By("the other replica takes the lease over and continues the handshake")
+		gomega.Eventually(func() (string, error) { return suite.opts.OperatorLeader(ctx, suite.clients) }).
+			WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).ShouldNot(gomega.Or(gomega.BeEmpty(), gomega.Equal(leader)))
+		return
+	}
+	ginkgo.By("killing the operator (SIGKILL) " + when)
+	gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, true)).To(gomega.Succeed())
+	gomega.Expect(suite.opts.ComponentPid(cluster.ComponentOperator)).To(gomega.BeZero())
+	time.Sleep(2 * time.Second)
+	ginkgo.By("starting it again; it takes the lease over and continues the handshake")
+	gomega.Expect(suite.opts.StartOperator(ctx, suite.clients)).To(gomega.Succeed())
 }

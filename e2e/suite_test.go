@@ -91,9 +91,15 @@ var _ = ginkgo.BeforeSuite(func(ctx context.Context) {
 		suite.opts.Log = ginkgo.GinkgoWriter
 		// A pool of its own; the specs create and use their own nodes besides it.
 		suite.opts.Pools = []cluster.Pool{{Nodes: 2, GPUsPerNode: 8, Model: "V100"}}
-		// PickyMan's operator and the testbed agent, as local processes under their
-		// ServiceAccounts. Trace time runs 60 times faster than real time.
-		suite.opts.PickyMan = &cluster.PickyMan{Config: operatorConfig(), TimeScale: timeScale, Seed: 1}
+		// PickyMan as a user installs it: the installer's operator Deployment and agent
+		// DaemonSet (testbed overlay) as pods on a real node, from the images of make images.
+		// PICKYMAN_E2E_PROCESSES=1 runs them as local processes under their ServiceAccounts
+		// instead (development). Trace time runs 60 times faster than real time.
+		installed := os.Getenv("PICKYMAN_E2E_PROCESSES") == ""
+		suite.opts.PickyMan = &cluster.PickyMan{Config: operatorConfig(), TimeScale: timeScale, Seed: 1, Installed: installed}
+		if installed {
+			suite.opts.RealNodes = 1
+		}
 		suite.owned = true
 		info, err := cluster.Up(ctx, suite.opts)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
@@ -104,6 +110,15 @@ var _ = ginkgo.BeforeSuite(func(ctx context.Context) {
 	var err error
 	suite.clients, err = cluster.NewClients(path)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	if !suite.owned {
+		// A cluster of the user's (make kind-up): PickyMan installed there by its installer
+		// with the testbed overlay. The suite runs it with its own configuration.
+		suite.opts = cluster.DefaultOptions("")
+		suite.opts.Log = ginkgo.GinkgoWriter
+		suite.opts.PickyMan = &cluster.PickyMan{Config: operatorConfig(), TimeScale: timeScale, Seed: 1, Installed: true, Kubeconfig: path}
+		ginkgo.By("running the installed operator with the suite's configuration")
+		gomega.Expect(suite.opts.StartOperator(ctx, suite.clients)).To(gomega.Succeed())
+	}
 	// The replay's scheme: Kubernetes' types, PickyMan's and every job kind.
 	scheme, err := replay.Scheme()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
@@ -140,6 +155,12 @@ func saveLogs() {
 	for _, f := range append(srcs, more...) {
 		if data, err := os.ReadFile(f); err == nil {
 			_ = os.WriteFile(filepath.Join(dst, filepath.Base(f)), data, 0o644)
+		}
+	}
+	// The installed components' container logs, as <pod>_<container>.log.
+	for _, f := range suite.opts.PodLogs(cluster.PickyManNamespace) {
+		if data, err := os.ReadFile(f.Path); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, f.Name), data, 0o644)
 		}
 	}
 	fmt.Fprintf(ginkgo.GinkgoWriter, "component logs in %s\n", dst)

@@ -41,7 +41,7 @@ TOOL_BINS  := $(addprefix $(BIN)/,$(TOOL_NAMES))
 ##@ Testbed cluster
 
 .PHONY: tools
-tools: $(TOOL_BINS) ## Build the control plane, kwok, training-operator, KubeRay's controllers and controller-gen into bin/, with the Trainer's CRDs (only what is missing or stale).
+tools: $(TOOL_BINS) ## Build the control plane, the real nodes' kubelet and kube-proxy, kwok, training-operator, KubeRay's controllers and controller-gen into bin/, with the Trainer's CRDs (only what is missing or stale).
 
 # One stamp per binary holds the version it was built at. The stamp is rewritten only when the
 # wanted version changes, so the binary is rebuilt only then, or when its tools module changes.
@@ -130,7 +130,7 @@ E2E_FLAGS ?= -ginkgo.v
 E2E_LABELS ?= !scale
 
 .PHONY: test-cluster
-test-cluster: tools build ## Run the e2e suites on a local testbed cluster that the suite brings up and down.
+test-cluster: tools build images realnode-deps ## Run the e2e suites on a local testbed cluster that the suite brings up and down, with PickyMan installed by its installer on a real node (PICKYMAN_E2E_PROCESSES=1: local processes).
 	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 30m -tags e2e ./e2e -args -ginkgo.label-filter='$(E2E_LABELS)' $(E2E_FLAGS)
 
 .PHONY: e2e
@@ -138,14 +138,15 @@ e2e: ## Run the e2e suites against the current kubeconfig (KUBECONFIG or ~/.kube
 	$(GO) test -v -count=1 -timeout 30m -tags e2e ./e2e -args -kubeconfig=$${KUBECONFIG:-$$HOME/.kube/config} -ginkgo.label-filter='$(E2E_LABELS)' $(E2E_FLAGS)
 
 .PHONY: scale-cluster
-scale-cluster: tools build ## Measure the operator and testbed agent on 1,000 fake nodes with 5,000 jobs (PICKYMAN_SCALE_NODES/JOBS); figures in out/scale.txt.
+scale-cluster: tools build images realnode-deps ## Measure the operator and testbed agent on 1,000 fake nodes with 5,000 jobs (PICKYMAN_SCALE_NODES/JOBS); figures in out/scale.txt.
 	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 70m -tags e2e ./e2e -args -ginkgo.label-filter=scale $(E2E_FLAGS)
 
 TEST_TARGETS += test-envtest test-cluster
 
 # kind (needs internet and a container engine; not run in CI): kwok and the training-operator
-# from their published manifests, the fake GPU nodes from the same Go code, the kubeconfig in
-# the same shape as the local cluster's.
+# from their published manifests, PickyMan from the same images and installer (testbed
+# overlay) as the local testbed, the fake GPU nodes from the same Go code, the kubeconfig in
+# the same shape as the local cluster's. make e2e then runs the same specs.
 KIND_VERSION    ?= v0.32.0
 KIND_CLUSTER    ?= pickyman
 KIND_KUBECONFIG ?= $(CURDIR)/.cache/pickyman/kind/$(KIND_CLUSTER)/kubeconfig.yaml
@@ -153,13 +154,20 @@ KWOK_RELEASE    := https://github.com/kubernetes-sigs/kwok/releases/download/$(K
 KIND_POOLS      ?= --pool 4x8:A100
 
 .PHONY: kind-up
-kind-up: ## Create a kind cluster with kwok, the training-operator and fake GPU nodes (needs internet).
+kind-up: images ## Create a kind cluster with kwok, the training-operator, PickyMan from its installer (images loaded from bin/images) and fake GPU nodes (needs internet and a container engine).
 	@mkdir -p $(dir $(KIND_KUBECONFIG))
 	$(GO) run sigs.k8s.io/kind@$(KIND_VERSION) create cluster --name $(KIND_CLUSTER) --kubeconfig $(KIND_KUBECONFIG)
 	kubectl --kubeconfig $(KIND_KUBECONFIG) apply -f $(KWOK_RELEASE)/kwok.yaml
 	kubectl --kubeconfig $(KIND_KUBECONFIG) apply -k config/kwok
 	kubectl --kubeconfig $(KIND_KUBECONFIG) apply --server-side -k "github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=$(TRAINING_OPERATOR_VERSION)"
 	kubectl --kubeconfig $(KIND_KUBECONFIG) -n kubeflow rollout status deployment/training-operator --timeout=5m
+	$(GO) run sigs.k8s.io/kind@$(KIND_VERSION) load image-archive $(IMAGES_DIR)/pickyman-operator.tar --name $(KIND_CLUSTER)
+	$(GO) run sigs.k8s.io/kind@$(KIND_VERSION) load image-archive $(IMAGES_DIR)/pickyman-agent.tar --name $(KIND_CLUSTER)
+	# kind's node is the "real node" of the testbed overlay: PickyMan's pods run there.
+	kubectl --kubeconfig $(KIND_KUBECONFIG) label node --all --overwrite pickyman.dev/real-node=true
+	$(GO) run ./hack/installer --kustomization config/overlays/testbed --operator-image $(IMG) --agent-image $(AGENT_IMG) | \
+	  kubectl --kubeconfig $(KIND_KUBECONFIG) apply --server-side -f -
+	kubectl --kubeconfig $(KIND_KUBECONFIG) -n pickyman-system rollout status deployment/pickyman-operator --timeout=5m
 	$(PICKYMAN_RUN) cluster nodes --kubeconfig $(KIND_KUBECONFIG) $(KIND_POOLS)
 	@echo "export KUBECONFIG=$(KIND_KUBECONFIG); make e2e"
 

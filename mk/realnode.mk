@@ -1,7 +1,7 @@
 # Real nodes beside the kwok nodes (testbed/cluster/realnode.go, docs/testbed.md): a kubelet
 # and kube-proxy built from tools/k8s like the control plane, Debian's containerd 1.6, runc and
-# CNI plugins, and the sandbox image's pause binary from testbed/cluster/pause. Not part of
-# `make test` (TEST_TARGETS) or `make tools`.
+# CNI plugins, and the sandbox image's pause binary from testbed/cluster/pause. `make tools`
+# builds them; the e2e suites (make test-cluster) run PickyMan on such a node.
 
 REALNODE_APT_PACKAGES ?= containerd runc containernetworking-plugins iptables conntrack iproute2
 REALNODE_HOST_TOOLS   := containerd containerd-shim-runc-v2 runc ctr iptables iptables-save ip6tables ip6tables-save conntrack ip
@@ -37,6 +37,8 @@ realnode-deps: ## Install Debian's containerd, runc, CNI plugins, iptables and c
 $(BIN)/pause: testbed/cluster/pause/main.go
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./testbed/cluster/pause
+
+tools: $(BIN)/kubelet $(BIN)/kube-proxy $(BIN)/pause
 
 .PHONY: realnode-tools
 realnode-tools: $(BIN)/kubelet $(BIN)/kube-proxy $(BIN)/pause ## Build the kubelet and kube-proxy (tools/k8s, the control plane's version) and the pause binary into bin/.

@@ -100,6 +100,11 @@ func TestDefaultInstalls(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the operator's certificate Secret exists", func(t *testing.T) {
+		if s := operatorSecret(t, op); objs[key("Secret", ns, s)] == nil {
+			t.Errorf("the operator keeps its certificate in Secret %s, which the installer does not create", s)
+		}
+	})
 	t.Run("pods reference what the installer creates", func(t *testing.T) {
 		for _, w := range []*unstructured.Unstructured{op, agent} {
 			spec := podSpec(t, w)
@@ -199,8 +204,8 @@ func checkWebhook(t *testing.T, config string, h map[string]any) {
 }
 
 // TestCertManagerOverlay checks that the cert-manager overlay's references resolve: the
-// Certificate's issuer, the Secret the operator mounts, the CA injection annotations, and the
-// operator told to take the mounted certificate.
+// Certificate's issuer, the Secret the operator reads, the CA injection annotations, and the
+// operator told to take the certificate as it is.
 func TestCertManagerOverlay(t *testing.T) {
 	objs := rendered(t, filepath.Join("overlays", "cert-manager"))
 	const ns = "pickyman-system"
@@ -220,14 +225,8 @@ func TestCertManagerOverlay(t *testing.T) {
 	}
 	secret, _, _ := unstructured.NestedString(c.Object, "spec", "secretName")
 	op := objs[key("Deployment", ns, "pickyman-operator")]
-	mounted := false
-	vols, _, _ := unstructured.NestedSlice(podSpec(t, op), "volumes")
-	for _, v := range vols {
-		s, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName")
-		mounted = mounted || s == secret
-	}
-	if !mounted {
-		t.Errorf("Certificate writes Secret %s, which the operator does not mount", secret)
+	if want := operatorSecret(t, op); secret != want {
+		t.Errorf("Certificate writes Secret %s; the operator reads %s", secret, want)
 	}
 	dns, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
 	if !slices.Contains(dns, "pickyman-webhook-service.pickyman-system.svc") {
@@ -275,4 +274,20 @@ func TestImageEntry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// operatorSecret is the Secret the operator keeps its webhook certificate in: its
+// --webhook-secret flag, or the flag's default.
+func operatorSecret(t *testing.T, op *unstructured.Unstructured) string {
+	t.Helper()
+	secret := "pickyman-webhook-server-cert"
+	for _, c := range containers(podSpec(t, op)) {
+		args, _, _ := unstructured.NestedStringSlice(c, "args")
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "--webhook-secret="); ok {
+				secret = v
+			}
+		}
+	}
+	return secret
 }

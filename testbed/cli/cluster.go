@@ -104,13 +104,15 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 		timeScale    float64
 		seed         int64
 		realNodes    int
+		processes    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Bring the cluster up, or repair it (idempotent); prints the kubeconfig path",
 		Example: `  pickyman cluster up --nodes 4 --gpus-per-node 8 --gpu-model A100
   pickyman cluster up --pool 4x8:A100 --pool 2x4:V100 --node-labels zone=a
-  pickyman cluster up --pickyman --operator-config config/manager/operator-config.yaml --time-scale 60`,
+  pickyman cluster up --pickyman --operator-config config/manager/operator-config.yaml --time-scale 60
+  pickyman cluster up --pickyman --pickyman-processes   # development: local processes, no real node`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := f.options(cmd)
 			o.Timeout = timeout
@@ -122,6 +124,10 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 			}
 			o.Pools = pools
 			o.RealNodes = realNodes
+			if pickyman && !processes && !cmd.Flags().Changed("real-nodes") {
+				// Installed PickyMan runs on a real node.
+				o.RealNodes = 1
+			}
 			if pickyman {
 				conf := &configv1.Configuration{}
 				if operatorConf != "" {
@@ -129,7 +135,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 						return err
 					}
 				}
-				o.PickyMan = &cluster.PickyMan{Config: conf, TimeScale: timeScale, Seed: seed}
+				o.PickyMan = &cluster.PickyMan{Config: conf, TimeScale: timeScale, Seed: seed, Installed: !processes}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -147,7 +153,8 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&noTrainingOp, "no-training-operator", false, "do not install or start the training-operator")
 	cmd.Flags().BoolVar(&noKubeRay, "no-kuberay", false, "do not install KubeRay's CRDs or start its RayCluster and RayJob controllers")
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long each step may wait")
-	cmd.Flags().BoolVar(&pickyman, "pickyman", false, "also run PickyMan's operator and agent (testbed mode) as local processes under their ServiceAccounts (needs `make build`)")
+	cmd.Flags().BoolVar(&pickyman, "pickyman", false, "also install PickyMan (its installer with the testbed overlay: the operator and the testbed agent as pods on a real node, from `make images`)")
+	cmd.Flags().BoolVar(&processes, "pickyman-processes", false, "with --pickyman: run the operator and agent as local processes under their ServiceAccounts instead (needs `make build`; development)")
 	cmd.Flags().StringVar(&operatorConf, "operator-config", "", "with --pickyman: the operator's configuration file (defaults if empty; the testbed sets its addresses)")
 	cmd.Flags().Float64Var(&timeScale, "time-scale", 1, "with --pickyman: the agent's trace seconds per real second")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "with --pickyman: seed of the agent's per-job noise")

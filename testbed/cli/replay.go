@@ -33,6 +33,7 @@ type replayOptions struct {
 	policy    string
 	timeScale float64
 	keep      bool
+	processes bool
 	compare   bool
 	stuck     time.Duration
 	kind      string
@@ -70,6 +71,7 @@ func newReplayCommand() *cobra.Command {
 	f.StringVar(&o.policy, "policy", o.policy, "the operator's policy ("+strings.Join(policies.Names(), ",")+")")
 	f.Float64Var(&o.timeScale, "time-scale", o.timeScale, "trace seconds per real second")
 	f.BoolVar(&o.keep, "keep-cluster", o.keep, "leave the local cluster up afterwards")
+	f.BoolVar(&o.processes, "pickyman-processes", false, "local cluster: run PickyMan's operator and agent as local processes instead of installing them on a real node (development)")
 	f.BoolVar(&o.compare, "compare", o.compare, "also simulate the same jobs and write the side-by-side")
 	f.DurationVar(&o.stuck, "stuck-after", o.stuck, "stop with a diagnosis when no job changed phase for this long (real time)")
 	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic PyTorchJobs (0 to 1; the simulator's choice, docs/simulator.md)")
@@ -123,7 +125,13 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 			}
 			opts.Pools = append(opts.Pools, cluster.Pool{Nodes: p.Count, GPUsPerNode: int(p.GPUs), Model: model})
 		}
-		opts.PickyMan = &cluster.PickyMan{Config: replay.OperatorConfig(o.policy, jobs, o.timeScale), TimeScale: o.timeScale, Seed: o.seed}
+		// PickyMan installed by its installer on a real node (images from make images);
+		// --pickyman-processes runs it as local processes.
+		opts.PickyMan = &cluster.PickyMan{Config: replay.OperatorConfig(o.policy, jobs, o.timeScale), TimeScale: o.timeScale, Seed: o.seed,
+			Installed: !o.processes}
+		if !o.processes {
+			opts.RealNodes = 1
+		}
 		if err := cluster.Down(ctx, opts); err != nil {
 			return fmt.Errorf("clear cluster %s: %w", o.name, err)
 		}

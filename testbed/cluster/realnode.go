@@ -94,12 +94,13 @@ var cniBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 
 // realNode is one real node: its files in the workdir and its runtime directory. Unix sockets
 // allow 107 bytes, so sockets, containerd's root and state and the kubelet's root live in a
-// short directory under /run/pickyman.
+// short directory under /run/pickyman-testbed (not under /run/pickyman, the agent's socket
+// directory, which the agent's DaemonSet hands to its user).
 type realNode struct {
 	Index  int
 	Name   string
 	Dir    string // <workdir>/real-nodes/<name>: configurations, logs, pid files, pod logs
-	Run    string // /run/pickyman/<hash>/<index>
+	Run    string // /run/pickyman-testbed/<hash>/<index>
 	Bridge string
 	Subnet netip.Prefix
 	IP     netip.Addr // the bridge's address: the node's InternalIP and its pods' gateway
@@ -115,7 +116,7 @@ func (o Options) realNodeID() string {
 }
 
 func (o Options) realNodesDir() string { return filepath.Join(o.Workdir(), "real-nodes") }
-func (o Options) realRunRoot() string  { return filepath.Join("/run/pickyman", o.realNodeID()) }
+func (o Options) realRunRoot() string  { return filepath.Join("/run/pickyman-testbed", o.realNodeID()) }
 
 func (o Options) realNode(i int) realNode {
 	name := fmt.Sprintf("%s-node-%d", o.Name, i)
@@ -1353,7 +1354,7 @@ func (o Options) StopRealNodes(ctx context.Context) error {
 			_ = syscall.Rmdir(d)
 		}
 		_ = os.RemoveAll(o.realRunRoot())
-		_ = os.Remove(filepath.Dir(o.realRunRoot())) // /run/pickyman, when empty
+		_ = os.Remove(filepath.Dir(o.realRunRoot())) // /run/pickyman-testbed, when empty
 		_ = os.RemoveAll(o.realNodesDir())
 		return nil
 	}

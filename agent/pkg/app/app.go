@@ -104,15 +104,24 @@ func Main(args []string) int {
 	return 0
 }
 
-// PrepareSocketDir creates dir (0755) and gives it to uid.
+// PrepareSocketDir creates dir (0755) and gives it to uid. It runs as root with CAP_CHOWN
+// alone (the DaemonSet's init container): without CAP_FOWNER root may change the mode only
+// of a directory it owns, so the mode is set first, and only when it differs, and the owner
+// last.
 func PrepareSocketDir(dir string, uid int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.Chown(dir, uid, uid); err != nil {
+	fi, err := os.Stat(dir)
+	if err != nil {
 		return err
 	}
-	return os.Chmod(dir, 0o755)
+	if fi.Mode().Perm() != 0o755 {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.Chown(dir, uid, uid)
 }
 
 func newClient() (client.WithWatch, error) {

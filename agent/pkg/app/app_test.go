@@ -70,6 +70,18 @@ func TestPrepareSocketDir(t *testing.T) {
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("socket dir %v, %v; want a 0755 directory", fi, err)
 	}
+	// A directory left with another mode gets 0755 again; a prepared one is left as it is.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := PrepareSocketDir(dir, os.Getuid()); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("socket dir %v, %v; want 0755", fi, err)
+		}
+	}
 }
 
 // TestTestbedSerialFlag: --testbed-serial defaults to the simulator's serial fraction, sets

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,15 +39,16 @@ type Flags struct {
 // Sources of the webhook server's certificate (--webhook-certs).
 const (
 	// CertsRotate: the operator makes a CA and a serving certificate, keeps them in the
-	// Secret --webhook-secret (mounted at the certificate directory by every replica),
+	// Secret --webhook-secret (every replica writes it into its certificate directory),
 	// renews them before they expire and injects the CA into its webhook configurations.
 	// What config/default installs.
 	CertsRotate = "rotate"
 	// CertsSelfSigned: a certificate made at start and written to the certificate
 	// directory, the CA injected; no Secret (the local testbed's operator processes).
 	CertsSelfSigned = "self-signed"
-	// CertsExternal: the certificate is mounted by someone else and the CA injected by them
-	// (cert-manager: config/overlays/cert-manager).
+	// CertsExternal: someone else writes the certificate into the Secret --webhook-secret
+	// and injects the CA (cert-manager: config/overlays/cert-manager); every replica writes
+	// it into its certificate directory.
 	CertsExternal = "external"
 )
 
@@ -54,8 +56,8 @@ const (
 func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.ConfigFile, "config", "", "configuration file (config.pickyman.dev/v1alpha1 Configuration); defaults if empty")
 	fs.BoolVar(&f.Webhooks, "webhooks", true, "serve the admission webhooks")
-	fs.StringVar(&f.WebhookCerts, "webhook-certs", CertsRotate, "where the webhook certificate comes from: rotate (made, kept in --webhook-secret and rotated by the operator), self-signed (made at start, no Secret) or external (mounted, e.g. by cert-manager)")
-	fs.StringVar(&f.WebhookSecret, "webhook-secret", "pickyman-webhook-server-cert", "Secret that holds the rotated webhook certificate (--webhook-certs=rotate)")
+	fs.StringVar(&f.WebhookCerts, "webhook-certs", CertsRotate, "where the webhook certificate comes from: rotate (made, kept in --webhook-secret and rotated by the operator), self-signed (made at start, no Secret) or external (written into --webhook-secret by someone else, e.g. cert-manager)")
+	fs.StringVar(&f.WebhookSecret, "webhook-secret", "pickyman-webhook-server-cert", "Secret of the webhook certificate, in --webhook-namespace (--webhook-certs=rotate or external)")
 	fs.StringVar(&f.WebhookService, "webhook-service", "pickyman-webhook-service", "Service name the generated certificate is valid for")
 	fs.StringVar(&f.WebhookNamespace, "webhook-namespace", "pickyman-system", "namespace of the webhook Service")
 	fs.StringVar(&f.MutatingConfig, "mutating-webhook-configuration", "pickyman-mutating-webhook-configuration", "name of the MutatingWebhookConfiguration to inject the CA into")
@@ -118,9 +120,9 @@ func Run(ctx context.Context, f Flags) error {
 	}
 	opts := setup.Options{Metrics: m, Webhooks: f.Webhooks, WebhookHost: f.WebhookHost}
 	var certsReady chan struct{}
-	if f.Webhooks && f.WebhookCerts == CertsRotate {
-		// The rotator is registered on the manager, which does not exist yet: the webhooks
-		// wait on a channel that is closed when the rotator's is.
+	if f.Webhooks && (f.WebhookCerts == CertsRotate || f.WebhookCerts == CertsExternal) {
+		// The rotator and the Secret's sync are registered on the manager, which does not
+		// exist yet: the webhooks wait on a channel that is closed when they are ready.
 		certsReady = make(chan struct{})
 		opts.CertsReady = certsReady
 	}
@@ -129,16 +131,9 @@ func Run(ctx context.Context, f Flags) error {
 		return err
 	}
 	if certsReady != nil {
-		certDir := conf.Manager.WebhookCertDir
-		if certDir == "" {
-			certDir = DefaultCertDir
-		}
-		ready, err := cert.AddRotator(mgr, cert.Rotation{
-			Namespace: f.WebhookNamespace, Secret: f.WebhookSecret, Service: f.WebhookService,
-			CertDir: certDir, Mutating: f.MutatingConfig, Validating: f.ValidatingConfig,
-		})
+		ready, err := addCertificates(mgr, f, conf)
 		if err != nil {
-			return fmt.Errorf("webhook certificate rotator: %w", err)
+			return err
 		}
 		go func() {
 			select {
@@ -159,4 +154,30 @@ func Run(ctx context.Context, f Flags) error {
 	}
 	ctrl.Log.Info("starting", "policy", conf.Policy.Name, "queues", len(conf.Queues), "webhooks", f.Webhooks)
 	return mgr.Start(ctx)
+}
+
+// addCertificates registers what brings the webhook certificate from its Secret into the
+// certificate directory: the Secret's sync, and with CertsRotate the rotator that makes,
+// renews and injects it. The channel is closed when the webhooks may be served.
+func addCertificates(mgr ctrl.Manager, f Flags, conf *configv1.Configuration) (<-chan struct{}, error) {
+	certDir := conf.Manager.WebhookCertDir
+	if certDir == "" {
+		certDir = DefaultCertDir
+	}
+	sync := &cert.Sync{Reader: mgr.GetAPIReader(), Secret: types.NamespacedName{Namespace: f.WebhookNamespace, Name: f.WebhookSecret},
+		Dir: certDir, Fast: 500 * time.Millisecond, Slow: 30 * time.Second}
+	if err := mgr.Add(sync); err != nil {
+		return nil, err
+	}
+	if f.WebhookCerts != CertsRotate {
+		return sync.Written(), nil
+	}
+	ready, err := cert.AddRotator(mgr, cert.Rotation{
+		Namespace: f.WebhookNamespace, Secret: f.WebhookSecret, Service: f.WebhookService,
+		CertDir: certDir, Mutating: f.MutatingConfig, Validating: f.ValidatingConfig,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webhook certificate rotator: %w", err)
+	}
+	return ready, nil
 }
