@@ -1,6 +1,9 @@
-//go:build e2e
+//go:build e2e && scale
 
 package e2e
+
+// The scale spec measures rather than tests: make scale-cluster builds it (tag scale) and
+// runs it alone; the e2e suites of make test do not contain it.
 
 import (
 	"context"

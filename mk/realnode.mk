@@ -1,7 +1,8 @@
 # Real nodes beside the kwok nodes (testbed/cluster/realnode.go, docs/testbed.md): a kubelet
 # and kube-proxy built from tools/k8s like the control plane, Debian's containerd 1.6, runc and
 # CNI plugins, and the sandbox image's pause binary from testbed/cluster/pause. `make tools`
-# builds them; the e2e suites (make test-cluster) run PickyMan on such a node.
+# builds them; the e2e suites (make test-cluster) run PickyMan on such a node, and
+# make test-realnode (in make test) checks the node alone.
 
 REALNODE_APT_PACKAGES ?= containerd runc containernetworking-plugins iptables conntrack iproute2
 REALNODE_HOST_TOOLS   := containerd containerd-shim-runc-v2 runc ctr iptables iptables-save ip6tables ip6tables-save conntrack ip
@@ -42,6 +43,8 @@ tools: $(BIN)/kubelet $(BIN)/kube-proxy $(BIN)/pause
 
 .PHONY: realnode-tools
 realnode-tools: $(BIN)/kubelet $(BIN)/kube-proxy $(BIN)/pause ## Build the kubelet and kube-proxy (tools/k8s, the control plane's version) and the pause binary into bin/.
+
+TEST_TARGETS += test-realnode
 
 .PHONY: test-realnode
 test-realnode: $(REALNODE_CONTROL_PLANE) realnode-deps realnode-tools ## Bring up a cluster with one real node (root), run pods from imported archives against the API server and through Services, take it down.

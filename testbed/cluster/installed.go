@@ -540,3 +540,33 @@ func (o Options) PodLogs(namespace string) []PodLog {
 	}
 	return out
 }
+
+// installedPids are the host pids of the installed components' containers, found by their
+// entrypoints (/pickyman-operator, /pickyman-agent: the local processes run from bin/
+// instead), named like the components, with a suffix from the second replica on.
+func installedPids() map[string]int {
+	out := map[string]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(cmd), "\x00")
+		for _, component := range []string{ComponentOperator, ComponentAgent} {
+			if argv0 != "/"+component {
+				continue
+			}
+			name := component
+			for i := 2; out[name] != 0; i++ {
+				name = fmt.Sprintf("%s-%d", component, i)
+			}
+			out[name] = pid
+		}
+	}
+	return out
+}

@@ -953,16 +953,20 @@ func (o Options) startRealNode(ctx context.Context, n realNode, pauseArchive str
 	if err != nil {
 		return fmt.Errorf("component kubelet of %s failed to start: %w (log: %s)", n.Name, err, n.log("kubelet"))
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz)
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(context.Context) (bool, error) {
+	return o.waitHealthy(ctx, "kubelet of "+n.Name, pid, fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz), n.log("kubelet"))
+}
+
+// waitHealthy waits until the process pid answers url with 200, and fails at once when it
+// exits; the error names the component and the tail of its log.
+func (o Options) waitHealthy(ctx context.Context, component string, pid int, url, log string) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(context.Context) (bool, error) {
 		if !alive(pid) {
 			return false, errNotRunning
 		}
 		return httpOK(url), nil
 	})
 	if err != nil {
-		return fmt.Errorf("component kubelet of %s not healthy (%v); log: %s\n%s", n.Name, err, n.log("kubelet"),
-			tail(readFile(n.log("kubelet")), 15))
+		return fmt.Errorf("component %s not healthy (%w); log: %s\n%s", component, err, log, tail(readFile(log), 15))
 	}
 	return nil
 }
@@ -1036,18 +1040,7 @@ func (o Options) startKubeProxy(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("component %s failed to start: %w (log: %s)", ComponentKubeProxy, err, o.kubeProxyFile("log"))
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz)
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(context.Context) (bool, error) {
-		if !alive(pid) {
-			return false, errNotRunning
-		}
-		return httpOK(url), nil
-	})
-	if err != nil {
-		return fmt.Errorf("component %s not healthy (%v); log: %s\n%s", ComponentKubeProxy, err, o.kubeProxyFile("log"),
-			tail(readFile(o.kubeProxyFile("log")), 15))
-	}
-	return nil
+	return o.waitHealthy(ctx, ComponentKubeProxy, pid, fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz), o.kubeProxyFile("log"))
 }
 
 // --- host networking ----------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -121,6 +122,9 @@ func (o Options) ClusterPids() map[string]int {
 		if !alive(pid) {
 			delete(pids, name)
 		}
+	}
+	if o.installed() {
+		maps.Copy(pids, installedPids())
 	}
 	return pids
 }
