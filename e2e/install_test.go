@@ -12,6 +12,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
@@ -23,7 +24,9 @@ import (
 // replicas and the agent, pods from the project's images on the real node), what a half
 // installed PickyMan lets through, and an uninstall that leaves nothing behind.
 var _ = ginkgo.Describe("PickyMan installed by its installer", ginkgo.Ordered, ginkgo.Label("cluster", "pickyman", "install"), func() {
-	const model = "T4" // no other spec uses this GPU model
+	// No other spec uses this GPU model, so the job this spec leaves unmanaged for a moment
+	// never shares a node with PickyMan's jobs of another spec.
+	const model = "A30"
 	var (
 		ns  string
 		env *specEnv
@@ -36,7 +39,7 @@ var _ = ginkgo.Describe("PickyMan installed by its installer", ginkgo.Ordered, g
 	ginkgo.BeforeAll(func(ctx context.Context) {
 		requireInstalled()
 		ns = "e2e-install-" + suite.runID
-		env = newSpecEnv(ctx, ns, cluster.Pool{Name: "e2e-t4-" + suite.runID, Nodes: 1, GPUsPerNode: 4, Model: model}, nil, false)
+		env = newSpecEnv(ctx, ns, cluster.Pool{Name: "e2e-install-" + suite.runID, Nodes: 1, GPUsPerNode: 4, Model: model}, nil, false)
 	})
 
 	ginkgo.AfterAll(func(ctx context.Context) { env.cleanup(ctx) })
@@ -80,6 +83,10 @@ var _ = ginkgo.Describe("PickyMan installed by its installer", ginkgo.Ordered, g
 		unmanaged := util.MakePyTorchJob("unmanaged", ns).Master(1).NodeSelector(selector()).Obj()
 		gomega.Expect(unmanaged.Labels).NotTo(gomega.HaveKey(pickymanv1.LabelQueue))
 		gomega.Expect(suite.client.Create(ctx, unmanaged)).To(gomega.Succeed(), "an unmanaged PyTorchJob while PickyMan is down")
+		// Its pod would hold a GPU outside PickyMan's accounting for the rest of the suite.
+		ginkgo.DeferCleanup(func(ctx context.Context) {
+			gomega.Expect(client.IgnoreNotFound(suite.client.Delete(ctx, unmanaged, client.PropagationPolicy(metav1.DeletePropagationForeground)))).To(gomega.Succeed())
+		})
 
 		err := suite.client.Create(ctx, util.MakePyTorchJob("managed-down", ns).Master(1).NodeSelector(selector()).PickyMan("low", "resnet50", training).Obj())
 		gomega.Expect(err).To(gomega.HaveOccurred(), "a managed PyTorchJob created with no operator serving")
