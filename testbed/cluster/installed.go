@@ -546,17 +546,8 @@ func (o Options) PodLogs(namespace string) []PodLog {
 // instead), named like the components, with a suffix from the second replica on.
 func installedPids() map[string]int {
 	out := map[string]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		argv0, _, _ := strings.Cut(string(cmd), "\x00")
+	eachProcess(func(pid int, cmdline string) {
+		argv0, _, _ := strings.Cut(cmdline, "\x00")
 		for _, component := range []string{ComponentOperator, ComponentAgent} {
 			if argv0 != "/"+component {
 				continue
@@ -567,6 +558,6 @@ func installedPids() map[string]int {
 			}
 			out[name] = pid
 		}
-	}
+	})
 	return out
 }

@@ -116,20 +116,29 @@ func (o Options) realNodeID() string {
 }
 
 func (o Options) realNodesDir() string { return filepath.Join(o.Workdir(), "real-nodes") }
-func (o Options) realRunRoot() string  { return filepath.Join("/run/pickyman-testbed", o.realNodeID()) }
+func (o Options) realRunRoot() string  { return filepath.Join(realRunBase, o.realNodeID()) }
+
+// realRunBase holds every cluster's runtime directories, one per cluster id.
+const realRunBase = "/run/pickyman-testbed"
 
 func (o Options) realNode(i int) realNode {
-	name := fmt.Sprintf("%s-node-%d", o.Name, i)
+	n := hostRealNode(o.realNodeID(), i)
+	n.Name = fmt.Sprintf("%s-node-%d", o.Name, i)
+	n.Dir = filepath.Join(o.realNodesDir(), n.Name)
+	return n
+}
+
+// hostRealNode is what of real node i of the cluster with id is named on the host alone (its
+// runtime directory, bridge, subnet and cgroup), without the workdir that names the rest.
+func hostRealNode(id string, i int) realNode {
 	subnet := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(i), 0}), 24)
 	return realNode{
 		Index:      i,
-		Name:       name,
-		Dir:        filepath.Join(o.realNodesDir(), name),
-		Run:        filepath.Join(o.realRunRoot(), strconv.Itoa(i)),
-		Bridge:     realNodeBridge(o.realNodeID(), i),
+		Run:        filepath.Join(realRunBase, id, strconv.Itoa(i)),
+		Bridge:     realNodeBridge(id, i),
 		Subnet:     subnet,
 		IP:         subnet.Addr().Next(),
-		CgroupRoot: "/pickyman-" + o.realNodeID() + "-" + strconv.Itoa(i),
+		CgroupRoot: "/pickyman-" + id + "-" + strconv.Itoa(i),
 	}
 }
 
@@ -785,6 +794,9 @@ func (o Options) StartRealNodes(ctx context.Context, c *Clients) error {
 	if err := c.checkRealNodeAPIServer(ctx); err != nil {
 		return fmt.Errorf("real nodes: %w; the API server's flags for real nodes are set only when the cluster is created: run `pickyman cluster --name %s down` first", err, o.Name)
 	}
+	if err := o.reclaimDeadRealNodes(); err != nil {
+		return err
+	}
 	pause, err := o.writePauseArchive()
 	if err != nil {
 		return err
@@ -1260,6 +1272,9 @@ func mountsUnder(dirs ...string) []string {
 	var out []string
 	for _, m := range mountInfo() {
 		for _, d := range dirs {
+			if d == "" {
+				continue
+			}
 			if m.point == d || strings.HasPrefix(m.point, d+"/") {
 				out = append(out, m.point)
 				break
@@ -1397,6 +1412,19 @@ func (o Options) stopRealNode(n realNode, pids map[string]int) []string {
 			left = append(left, fmt.Sprintf("containerd of %s: %v", n.Name, err))
 		}
 	}
+	return append(left, clearRealNode(n)...)
+}
+
+// clearRealNode removes what of node n is on the host once its kubelet and containerd are
+// stopped: the containers' processes and shims, the mounts, the cgroup, the bridge with its
+// ports, libcni's cache of its sandboxes and the runtime directory. n.Dir and n.Name may be
+// empty (a dead cluster's node, known by its host names alone).
+func clearRealNode(n realNode) []string {
+	var left []string
+	if n.Run == "" || n.CgroupRoot == "" {
+		// Known by its bridge alone: only the bridge and its ports are its own.
+		return clearRealNodeBridge(n)
+	}
 	// The containers' processes, then their shims.
 	for range 20 {
 		procs := append(cgroupProcs(n.CgroupRoot), shimPids(n.socket())...)
@@ -1414,6 +1442,31 @@ func (o Options) stopRealNode(n realNode, pids map[string]int) []string {
 		}
 	}
 	left = append(left, removeCgroup(n.CgroupRoot)...)
+	left = append(left, clearRealNodeBridge(n)...)
+	// libcni's cache of the sandboxes' results (left when CNI did not tear a sandbox down):
+	// <network>-<sandbox id>-<interface>, for our network and containerd's loopback.
+	var cached []string
+	if n.Name != "" {
+		cached, _ = filepath.Glob(filepath.Join("/var/lib/cni/results", "pickyman-"+n.Name+"-*"))
+	}
+	for _, dir := range []string{"root", "state"} {
+		ids, _ := os.ReadDir(filepath.Join(n.Run, "containerd", dir, "io.containerd.grpc.v1.cri", "sandboxes"))
+		for _, id := range ids {
+			cached = append(cached, filepath.Join("/var/lib/cni/results", "cni-loopback-"+id.Name()+"-lo"))
+		}
+	}
+	for _, f := range cached {
+		_ = os.Remove(f)
+	}
+	if err := os.RemoveAll(n.Run); err != nil {
+		left = append(left, fmt.Sprintf("runtime directory %s (%v)", n.Run, err))
+	}
+	return left
+}
+
+// clearRealNodeBridge deletes node n's bridge with its ports.
+func clearRealNodeBridge(n realNode) []string {
+	var left []string
 	if out, err := run("ip", "-o", "link", "show", "master", n.Bridge); err == nil {
 		// veths whose pod namespace is gone go with it; remove any other port.
 		for _, line := range strings.Split(out, "\n") {
@@ -1427,21 +1480,6 @@ func (o Options) stopRealNode(n realNode, pids map[string]int) []string {
 		if _, err := run("ip", "link", "del", n.Bridge); err != nil {
 			left = append(left, err.Error())
 		}
-	}
-	// libcni's cache of the sandboxes' results (left when CNI did not tear a sandbox down):
-	// <network>-<sandbox id>-<interface>, for our network and containerd's loopback.
-	cached, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", "pickyman-"+n.Name+"-*"))
-	for _, dir := range []string{"root", "state"} {
-		ids, _ := os.ReadDir(filepath.Join(n.Run, "containerd", dir, "io.containerd.grpc.v1.cri", "sandboxes"))
-		for _, id := range ids {
-			cached = append(cached, filepath.Join("/var/lib/cni/results", "cni-loopback-"+id.Name()+"-lo"))
-		}
-	}
-	for _, f := range cached {
-		_ = os.Remove(f)
-	}
-	if err := os.RemoveAll(n.Run); err != nil {
-		left = append(left, fmt.Sprintf("runtime directory %s (%v)", n.Run, err))
 	}
 	return left
 }
@@ -1463,6 +1501,18 @@ func removeChain(ipt, table, chain string, parents ...string) {
 // shimPids lists the containerd-shim processes of the containerd at socket.
 func shimPids(socket string) []int {
 	var out []int
+	eachProcess(func(pid int, cmdline string) {
+		argv0, _, _ := strings.Cut(cmdline, "\x00")
+		if strings.Contains(filepath.Base(argv0), "containerd-shim") && strings.Contains(cmdline, socket) && alive(pid) {
+			out = append(out, pid)
+		}
+	})
+	return out
+}
+
+// eachProcess calls fn with the pid and the NUL-separated command line of every process in
+// /proc that can be read.
+func eachProcess(fn func(pid int, cmdline string)) {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -1473,12 +1523,8 @@ func shimPids(socket string) []int {
 		if err != nil {
 			continue
 		}
-		args := strings.Split(string(cmd), "\x00")
-		if len(args) > 0 && strings.Contains(filepath.Base(args[0]), "containerd-shim") && strings.Contains(string(cmd), socket) && alive(pid) {
-			out = append(out, pid)
-		}
+		fn(pid, string(cmd))
 	}
-	return out
 }
 
 // realNodeLeftovers lists what of the real nodes is still on the machine: processes, mounts

@@ -362,3 +362,17 @@ func TestStopRealNodesWithoutRealNodesDoesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSplitSavedRule(t *testing.T) {
+	got, err := splitSavedRule(`FORWARD -i pmrnab12cd+ ! -o pmrnab12cd+ -m comment --comment "pickyman-real-nodes:a \"b\" c" -j DROP`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"FORWARD", "-i", "pmrnab12cd+", "!", "-o", "pmrnab12cd+", "-m", "comment", "--comment", `pickyman-real-nodes:a "b" c`, "-j", "DROP"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := splitSavedRule(`FORWARD --comment "open`); err == nil {
+		t.Error("an unterminated quote is not an error")
+	}
+}
