@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/e2e/util"
 	"github.com/pickyman/pickyman/testbed/cluster"
@@ -225,7 +225,7 @@ func checkBoundaryCheckpoint(ctx context.Context, ns, job string, w *util.GPUWat
 		g.Expect(first.DeletingSeen.IsZero()).To(gomega.BeFalse(), "first pod of %s not deleted yet", job)
 	}, util.Timeout, util.Interval).Should(gomega.Succeed())
 	gomega.ExpectWithOffset(1, first.Requests).To(gomega.HaveLen(1), "checkpoint requests on %s", first.Name)
-	gomega.ExpectWithOffset(1, first.Request.Mode).To(gomega.Equal(protocol.ModeBoundary))
+	gomega.ExpectWithOffset(1, first.Request.Mode).To(gomega.Equal(agentv1alpha1.ModeBoundary))
 	gomega.ExpectWithOffset(1, first.Ack).NotTo(gomega.BeNil(), "%s was deleted without an acknowledgement", first.Name)
 	gomega.ExpectWithOffset(1, first.Ack.RequestID).To(gomega.Equal(first.Request.ID))
 	gomega.ExpectWithOffset(1, first.Ack.Bytes).To(gomega.Equal(ckptBytes), "a boundary checkpoint writes the job's checkpoint")

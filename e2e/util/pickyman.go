@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/cluster"
 )
@@ -94,23 +94,23 @@ func applyTraining(job *metav1.ObjectMeta, templates []*corev1.PodTemplateSpec, 
 const SimEpochTimeAnnotation = "pickyman.dev/sim-epoch-time"
 
 // PodAck returns the checkpoint acknowledgement on a pod, if any.
-func PodAck(p *corev1.Pod) (*protocol.CheckpointAck, error) {
-	return podAnnotation[protocol.CheckpointAck](p, protocol.AnnotationCheckpointAck)
+func PodAck(p *corev1.Pod) (*agentv1alpha1.CheckpointAck, error) {
+	return podAnnotation[agentv1alpha1.CheckpointAck](p, agentv1alpha1.AnnotationCheckpointAck)
 }
 
 // PodRequest returns the checkpoint request on a pod, if any.
-func PodRequest(p *corev1.Pod) (*protocol.CheckpointRequest, error) {
-	return podAnnotation[protocol.CheckpointRequest](p, protocol.AnnotationCheckpointRequest)
+func PodRequest(p *corev1.Pod) (*agentv1alpha1.CheckpointRequest, error) {
+	return podAnnotation[agentv1alpha1.CheckpointRequest](p, agentv1alpha1.AnnotationCheckpointRequest)
 }
 
 // PodProgress returns the training progress the agent reported on a pod, if any.
-func PodProgress(p *corev1.Pod) (*protocol.Progress, error) {
-	return podAnnotation[protocol.Progress](p, protocol.AnnotationProgress)
+func PodProgress(p *corev1.Pod) (*agentv1alpha1.Progress, error) {
+	return podAnnotation[agentv1alpha1.Progress](p, agentv1alpha1.AnnotationProgress)
 }
 
 // PodResume returns the resume point on a pod, if any.
-func PodResume(p *corev1.Pod) (*protocol.ResumePoint, error) {
-	return podAnnotation[protocol.ResumePoint](p, protocol.AnnotationResumeFrom)
+func PodResume(p *corev1.Pod) (*agentv1alpha1.ResumePoint, error) {
+	return podAnnotation[agentv1alpha1.ResumePoint](p, agentv1alpha1.AnnotationResumeFrom)
 }
 
 // podAnnotation decodes the JSON value of a pod annotation; nil if the pod has none.
@@ -153,11 +153,11 @@ type PodRecord struct {
 	Created                    time.Time
 	// Requests are the distinct checkpoint request ids the pod carried, in order.
 	Requests []string
-	Request  *protocol.CheckpointRequest
-	Ack      *protocol.CheckpointAck
-	Resume   *protocol.ResumePoint
+	Request  *agentv1alpha1.CheckpointRequest
+	Ack      *agentv1alpha1.CheckpointAck
+	Resume   *agentv1alpha1.ResumePoint
 	// FirstProgress and Progress are the first and the last progress the agent reported.
-	FirstProgress, Progress                      *protocol.Progress
+	FirstProgress, Progress                      *agentv1alpha1.Progress
 	RequestSeen, AckSeen, DeletingSeen, GoneSeen time.Time
 	Phase                                        corev1.PodPhase
 	live                                         bool

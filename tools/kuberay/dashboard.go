@@ -20,7 +20,7 @@ import (
 )
 
 // The annotation the PickyMan agent writes training progress to, and the label the PickyMan
-// operator puts on the pods it places (github.com/pickyman/pickyman/agent/pkg/protocol and
+// operator puts on the pods it places (github.com/pickyman/pickyman/api/agent/v1alpha1 and
 // api/v1alpha1; this module does not import them, to keep KubeRay's dependency versions).
 const (
 	progressAnnotation = "pickyman.dev/progress"

@@ -3,7 +3,7 @@ package api
 import (
 	"time"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 // CounterFunc reads a cumulative receive-byte counter for a process (traffic.ReadNetDev).
@@ -37,19 +37,19 @@ func (r *Registry) SampleTraffic(read CounterFunc) {
 }
 
 // Progress returns a pod's progress, false if the pod is unknown.
-func (r *Registry) Progress(uid string) (protocol.Progress, bool) {
+func (r *Registry) Progress(uid string) (agentv1alpha1.Progress, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, ok := r.pods[uid]
 	if !ok {
-		return protocol.Progress{}, false
+		return agentv1alpha1.Progress{}, false
 	}
 	return r.progress(st), true
 }
 
 // progress renders a pod's progress. r.mu must be held.
-func (r *Registry) progress(st *podState) protocol.Progress {
-	p := protocol.Progress{
+func (r *Registry) progress(st *podState) agentv1alpha1.Progress {
+	p := agentv1alpha1.Progress{
 		Epoch:        st.pod.Resume.Epoch,
 		EpochsDone:   st.pod.Resume.Epoch,
 		EpochSeconds: st.epochSeconds,
@@ -76,7 +76,7 @@ func (r *Registry) progress(st *podState) protocol.Progress {
 // PodProgress is a pod and its progress.
 type PodProgress struct {
 	Pod      Pod
-	Progress protocol.Progress
+	Progress agentv1alpha1.Progress
 }
 
 // All returns the progress of every pod.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 // clientScript drives the Python client (agent/python/pickyman_agent) through a session of
@@ -50,13 +50,13 @@ func TestPythonClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python3 is needed to test the Python client: %v", err)
 	}
-	b := makePod("b").request("r1", protocol.ModeBoundary).obj()
-	b.Resume = protocol.ResumePoint{WorldSize: 2, ReferenceWorldSize: 4}
+	b := makePod("b").request("r1", agentv1alpha1.ModeBoundary).obj()
+	b.Resume = agentv1alpha1.ResumePoint{WorldSize: 2, ReferenceWorldSize: 4}
 	path, rec := startServerWith(t, environResolver, makePod("a").obj(), b)
 	_, file, _, _ := runtime.Caller(0)
 	pkg := filepath.Join(filepath.Dir(file), "..", "..", "python")
 	cmd := exec.Command(py, "-c", clientScript, pkg)
-	cmd.Env = append(os.Environ(), protocol.EnvSocket+"="+path, envTestPodUID+"=uid-b")
+	cmd.Env = append(os.Environ(), agentv1alpha1.EnvSocket+"="+path, envTestPodUID+"=uid-b")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "CLIENT OK") || strings.Contains(string(out), "FAIL") {
 		t.Fatalf("client: %v\n%s", err, out)

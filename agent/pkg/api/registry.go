@@ -10,6 +10,7 @@ import (
 
 	"github.com/pickyman/pickyman/agent/pkg/protocol"
 	"github.com/pickyman/pickyman/agent/pkg/traffic"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 // Pod is what the coordinator knows about a training pod on the node.
@@ -18,9 +19,9 @@ type Pod struct {
 	Namespace string
 	Name      string
 	// Resume is the point the pod's training starts from.
-	Resume protocol.ResumePoint
+	Resume agentv1alpha1.ResumePoint
 	// Request is the operator's pending checkpoint request, nil if none.
-	Request *protocol.CheckpointRequest
+	Request *agentv1alpha1.CheckpointRequest
 	// AckedID is the id of the request the pod has already acknowledged (from its ack
 	// annotation); a request with this id is not forwarded again.
 	AckedID string
@@ -34,16 +35,16 @@ func (p Pod) Key() string { return p.Namespace + "/" + p.Name }
 type Hooks interface {
 	// Acked is called once every registered rank of the pod reported its checkpoint for
 	// the pod's current request.
-	Acked(pod Pod, ack protocol.CheckpointAck)
+	Acked(pod Pod, ack agentv1alpha1.CheckpointAck)
 	// EpochEnded is called when rank 0 of a pod (or the lowest registered rank) ends an epoch.
-	EpochEnded(pod Pod, p protocol.Progress)
+	EpochEnded(pod Pod, p agentv1alpha1.Progress)
 }
 
 // NopHooks ignores everything.
 type NopHooks struct{}
 
-func (NopHooks) Acked(Pod, protocol.CheckpointAck) {}
-func (NopHooks) EpochEnded(Pod, protocol.Progress) {}
+func (NopHooks) Acked(Pod, agentv1alpha1.CheckpointAck) {}
+func (NopHooks) EpochEnded(Pod, agentv1alpha1.Progress) {}
 
 // Error is a failed call: a code and a message for the caller.
 type Error struct {
@@ -66,7 +67,7 @@ type rankState struct {
 	epoch       int32 // epoch in progress, or last begun
 	lastEnded   int32 // last epoch ended, -1 if none
 	epochStart  time.Time
-	reported    *protocol.CheckpointAck // report for the current request
+	reported    *agentv1alpha1.CheckpointAck // report for the current request
 }
 
 // next is the epoch the rank would resume from if it checkpointed now.
@@ -186,29 +187,29 @@ func (r *Registry) rank(c Caller, st *podState) (*rankState, *Error) {
 
 // Register binds the caller's session to a rank of its pod and returns the resume point. The
 // pod is the peer's; pod, if not empty, must name it ("namespace/name").
-func (r *Registry) Register(c Caller, pod string, rank, world int32) (protocol.ResumePoint, error) {
+func (r *Registry) Register(c Caller, pod string, rank, world int32) (agentv1alpha1.ResumePoint, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, err := r.pod(c)
 	if err != nil {
-		return protocol.ResumePoint{}, err
+		return agentv1alpha1.ResumePoint{}, err
 	}
 	if pod != "" && pod != st.pod.Key() {
-		return protocol.ResumePoint{}, errf(protocol.ErrForbidden, "the calling process belongs to pod %s, not %q", st.pod.Key(), pod)
+		return agentv1alpha1.ResumePoint{}, errf(protocol.ErrForbidden, "the calling process belongs to pod %s, not %q", st.pod.Key(), pod)
 	}
 	if world < 1 || rank < 0 || rank >= world {
-		return protocol.ResumePoint{}, errf(protocol.ErrMalformed, "rank %d of world size %d", rank, world)
+		return agentv1alpha1.ResumePoint{}, errf(protocol.ErrMalformed, "rank %d of world size %d", rank, world)
 	}
 	if _, e := r.rank(c, st); e == nil {
-		return protocol.ResumePoint{}, errf(protocol.ErrOutOfOrder, "this connection is already registered")
+		return agentv1alpha1.ResumePoint{}, errf(protocol.ErrOutOfOrder, "this connection is already registered")
 	}
 	for _, rk := range st.ranks {
 		if rk.world != world {
-			return protocol.ResumePoint{}, errf(protocol.ErrMalformed, "world size %d differs from rank %d's %d", world, rk.rank, rk.world)
+			return agentv1alpha1.ResumePoint{}, errf(protocol.ErrMalformed, "world size %d differs from rank %d's %d", world, rk.rank, rk.world)
 		}
 	}
 	if old, ok := st.ranks[rank]; ok && old.session != 0 {
-		return protocol.ResumePoint{}, errf(protocol.ErrOutOfOrder, "rank %d is already registered by another live connection", rank)
+		return agentv1alpha1.ResumePoint{}, errf(protocol.ErrOutOfOrder, "rank %d is already registered by another live connection", rank)
 	}
 	st.ranks[rank] = &rankState{rank: rank, world: world, pid: c.PID, session: c.Session, lastEnded: -1, epoch: -1}
 	return st.pod.Resume, nil
@@ -262,7 +263,7 @@ func (r *Registry) EpochEnd(c Caller, epoch int32, samples, bytes int64) error {
 	rk.inEpoch, rk.lastEnded = false, epoch
 	st.reportedBytes += bytes
 	var notify bool
-	var prog protocol.Progress
+	var prog agentv1alpha1.Progress
 	if lowestRank(st) == rk {
 		st.epochSeconds = r.clock.Since(rk.epochStart).Seconds()
 		notify, prog = true, r.progress(st)
@@ -277,7 +278,7 @@ func (r *Registry) EpochEnd(c Caller, epoch int32, samples, bytes int64) error {
 
 // Poll returns the pod's pending checkpoint request that the caller has not reported yet,
 // waiting up to wait for one.
-func (r *Registry) Poll(ctx context.Context, c Caller, wait time.Duration) (*protocol.CheckpointRequest, error) {
+func (r *Registry) Poll(ctx context.Context, c Caller, wait time.Duration) (*agentv1alpha1.CheckpointRequest, error) {
 	if wait < 0 || wait > protocol.MaxWait {
 		return nil, errf(protocol.ErrMalformed, "wait must be within 0..%v", protocol.MaxWait)
 	}
@@ -332,11 +333,11 @@ func (r *Registry) CheckpointDone(c Caller, id string, epoch int32, path string,
 		err = errf(protocol.ErrOutOfOrder, "rank %d already reported request %q", rk.rank, id)
 	case bytes < 0 || seconds < 0:
 		err = errf(protocol.ErrMalformed, "negative bytes or seconds")
-	case req.Mode == protocol.ModeBoundary && rk.inEpoch:
+	case req.Mode == agentv1alpha1.ModeBoundary && rk.inEpoch:
 		err = errf(protocol.ErrOutOfOrder, "boundary checkpoint reported inside epoch %d; end the epoch first", rk.epoch)
-	case req.Mode == protocol.ModeBoundary && epoch != rk.next(st.pod.Resume.Epoch):
+	case req.Mode == agentv1alpha1.ModeBoundary && epoch != rk.next(st.pod.Resume.Epoch):
 		err = errf(protocol.ErrOutOfOrder, "boundary checkpoint resumes from epoch %d, but the next epoch is %d", epoch, rk.next(st.pod.Resume.Epoch))
-	case req.Mode == protocol.ModeNow && (epoch > rk.next(st.pod.Resume.Epoch) || epoch < st.pod.Resume.Epoch):
+	case req.Mode == agentv1alpha1.ModeNow && (epoch > rk.next(st.pod.Resume.Epoch) || epoch < st.pod.Resume.Epoch):
 		err = errf(protocol.ErrOutOfOrder, "checkpoint resumes from epoch %d, outside %d..%d", epoch, st.pod.Resume.Epoch, rk.next(st.pod.Resume.Epoch))
 	}
 	if err != nil {
@@ -349,7 +350,7 @@ func (r *Registry) CheckpointDone(c Caller, id string, epoch int32, path string,
 			return errf(protocol.ErrOutOfOrder, "rank %d checkpointed epoch %d, rank %d epoch %d", o.rank, o.reported.Epoch, rk.rank, epoch)
 		}
 	}
-	rk.reported = &protocol.CheckpointAck{RequestID: id, Epoch: epoch, Path: path, Bytes: bytes, Seconds: seconds}
+	rk.reported = &agentv1alpha1.CheckpointAck{RequestID: id, Epoch: epoch, Path: path, Bytes: bytes, Seconds: seconds}
 	ack, done := r.ackIfComplete(st)
 	pod := st.pod
 	r.mu.Unlock()
@@ -360,8 +361,8 @@ func (r *Registry) CheckpointDone(c Caller, id string, epoch int32, path string,
 }
 
 // ackIfComplete combines the ranks' reports once all registered ranks reported. r.mu held.
-func (r *Registry) ackIfComplete(st *podState) (protocol.CheckpointAck, bool) {
-	var ack protocol.CheckpointAck
+func (r *Registry) ackIfComplete(st *podState) (agentv1alpha1.CheckpointAck, bool) {
+	var ack agentv1alpha1.CheckpointAck
 	for _, rk := range st.ranks {
 		if rk.reported == nil {
 			return ack, false
@@ -383,12 +384,12 @@ func (r *Registry) ackIfComplete(st *podState) (protocol.CheckpointAck, bool) {
 }
 
 // ResumePoint returns the pod's resume point.
-func (r *Registry) ResumePoint(c Caller) (protocol.ResumePoint, error) {
+func (r *Registry) ResumePoint(c Caller) (agentv1alpha1.ResumePoint, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, _, err := r.registered(c)
 	if err != nil {
-		return protocol.ResumePoint{}, err
+		return agentv1alpha1.ResumePoint{}, err
 	}
 	return st.pod.Resume, nil
 }

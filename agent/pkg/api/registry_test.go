@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -18,17 +19,17 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // recorder is a Hooks that keeps what it is told.
 type recorder struct {
 	mu     sync.Mutex
-	acks   []protocol.CheckpointAck
-	epochs []protocol.Progress
+	acks   []agentv1alpha1.CheckpointAck
+	epochs []agentv1alpha1.Progress
 }
 
-func (r *recorder) Acked(_ Pod, a protocol.CheckpointAck) {
+func (r *recorder) Acked(_ Pod, a agentv1alpha1.CheckpointAck) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.acks = append(r.acks, a)
 }
 
-func (r *recorder) EpochEnded(_ Pod, p protocol.Progress) {
+func (r *recorder) EpochEnded(_ Pod, p agentv1alpha1.Progress) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.epochs = append(r.epochs, p)
@@ -41,11 +42,11 @@ func makePod(name string) *podBuilder {
 	return &podBuilder{Pod{UID: "uid-" + name, Namespace: "ns", Name: name}}
 }
 func (b *podBuilder) resume(e int32) *podBuilder {
-	b.p.Resume = protocol.ResumePoint{Epoch: e, Path: "/ck"}
+	b.p.Resume = agentv1alpha1.ResumePoint{Epoch: e, Path: "/ck"}
 	return b
 }
-func (b *podBuilder) request(id string, m protocol.Mode) *podBuilder {
-	b.p.Request = &protocol.CheckpointRequest{ID: id, Mode: m, Deadline: t0.Add(time.Minute)}
+func (b *podBuilder) request(id string, m agentv1alpha1.Mode) *podBuilder {
+	b.p.Request = &agentv1alpha1.CheckpointRequest{ID: id, Mode: m, Deadline: t0.Add(time.Minute)}
 	return b
 }
 func (b *podBuilder) acked(id string) *podBuilder { b.p.AckedID = id; return b }
@@ -92,10 +93,10 @@ func TestRegistrySequences(t *testing.T) {
 	tests := map[string]struct {
 		pods     []Pod
 		steps    []step
-		wantAcks []protocol.CheckpointAck
+		wantAcks []agentv1alpha1.CheckpointAck
 	}{
 		"boundary checkpoint with two ranks": {
-			pods: []Pod{makePod("a").request("r1", protocol.ModeBoundary).obj()},
+			pods: []Pod{makePod("a").request("r1", agentv1alpha1.ModeBoundary).obj()},
 			steps: []step{
 				{session: 1, call: register("ns/a", 0, 2)},
 				{session: 2, call: register("ns/a", 1, 2)},
@@ -114,17 +115,17 @@ func TestRegistrySequences(t *testing.T) {
 				{session: 2, call: done("r1", 1)},
 				{session: 2, call: wantPoll("")},
 			},
-			wantAcks: []protocol.CheckpointAck{{RequestID: "r1", Epoch: 1, Path: "/ck/e", Bytes: 20, Seconds: 0.5}},
+			wantAcks: []agentv1alpha1.CheckpointAck{{RequestID: "r1", Epoch: 1, Path: "/ck/e", Bytes: 20, Seconds: 0.5}},
 		},
 		"now checkpoint inside an epoch resumes at its start": {
-			pods: []Pod{makePod("a").resume(3).request("r1", protocol.ModeNow).obj()},
+			pods: []Pod{makePod("a").resume(3).request("r1", agentv1alpha1.ModeNow).obj()},
 			steps: []step{
 				{session: 1, call: register("ns/a", 0, 1)},
 				{session: 1, call: begin(0), want: protocol.ErrOutOfOrder}, // resume point is 3
 				{session: 1, call: begin(3)},
 				{session: 1, call: done("r1", 3)},
 			},
-			wantAcks: []protocol.CheckpointAck{{RequestID: "r1", Epoch: 3, Path: "/ck/e", Bytes: 10, Seconds: 0.5}},
+			wantAcks: []agentv1alpha1.CheckpointAck{{RequestID: "r1", Epoch: 3, Path: "/ck/e", Bytes: 10, Seconds: 0.5}},
 		},
 		"calls before register": {
 			pods: []Pod{makePod("a").obj()},
@@ -169,7 +170,7 @@ func TestRegistrySequences(t *testing.T) {
 			},
 		},
 		"an acknowledged request is not forwarded again": {
-			pods: []Pod{makePod("a").request("r1", protocol.ModeBoundary).acked("r1").obj()},
+			pods: []Pod{makePod("a").request("r1", agentv1alpha1.ModeBoundary).acked("r1").obj()},
 			steps: []step{
 				{session: 1, call: register("ns/a", 0, 1)},
 				{session: 1, call: wantPoll("")},
@@ -245,7 +246,7 @@ func TestRegistrySuspendDelayAndProgress(t *testing.T) {
 	}
 	_ = r.EpochBegin(c, 2)
 	clk.Step(12 * time.Second)
-	r.SetPod(makePod("a").request("r1", protocol.ModeBoundary).obj())
+	r.SetPod(makePod("a").request("r1", agentv1alpha1.ModeBoundary).obj())
 	clk.Step(18 * time.Second)
 	_ = r.EpochEnd(c, 2, 500, 3e9)
 	clk.Step(2 * time.Second)
@@ -259,7 +260,7 @@ func TestRegistrySuspendDelayAndProgress(t *testing.T) {
 	if !ok {
 		t.Fatal("no progress")
 	}
-	want := protocol.Progress{Epoch: 2, EpochsDone: 3, EpochSeconds: 30, ReadBytes: 9e9, ReadRate: 100e6, Time: clk.Now()}
+	want := agentv1alpha1.Progress{Epoch: 2, EpochsDone: 3, EpochSeconds: 30, ReadBytes: 9e9, ReadRate: 100e6, Time: clk.Now()}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
 	}
@@ -271,7 +272,7 @@ func TestRegistrySuspendDelayAndProgress(t *testing.T) {
 // TestRegisterGivesResumeSizes: register and resume_point return the pod's resume point
 // with an elastic job's world size and reference size; a pod without them gets zeros.
 func TestRegisterGivesResumeSizes(t *testing.T) {
-	tests := map[string]protocol.ResumePoint{
+	tests := map[string]agentv1alpha1.ResumePoint{
 		"elastic, resized":   {Epoch: 3, Path: "/ck/3", WorldSize: 2, ReferenceWorldSize: 4},
 		"rigid (no sizes)":   {Epoch: 3, Path: "/ck/3"},
 		"elastic, first run": {WorldSize: 4, ReferenceWorldSize: 4},
@@ -307,7 +308,7 @@ func TestPollWaitsForRequest(t *testing.T) {
 	if _, err := r.Register(c, "ns/a", 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *protocol.CheckpointRequest)
+	got := make(chan *agentv1alpha1.CheckpointRequest)
 	go func() {
 		req, err := r.Poll(context.Background(), c, 10*time.Second)
 		if err != nil {
@@ -315,8 +316,8 @@ func TestPollWaitsForRequest(t *testing.T) {
 		}
 		got <- req
 	}()
-	r.SetPod(makePod("a").request("r9", protocol.ModeNow).obj())
-	if req := <-got; req == nil || req.ID != "r9" || req.Mode != protocol.ModeNow {
+	r.SetPod(makePod("a").request("r9", agentv1alpha1.ModeNow).obj())
+	if req := <-got; req == nil || req.ID != "r9" || req.Mode != agentv1alpha1.ModeNow {
 		t.Fatalf("poll returned %+v, want request r9 now", req)
 	}
 	if _, err := r.Poll(context.Background(), c, time.Hour); err == nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 const envTestPodUID = "PICKYMAN_TEST_POD_UID"
@@ -39,7 +40,7 @@ var environResolver = ResolverFunc(func(pid int32) (string, error) {
 // startServer serves a registry with pods a and b on a socket in a temporary directory.
 func startServer(t *testing.T, resolver PodResolver) (string, *recorder) {
 	t.Helper()
-	return startServerWith(t, resolver, makePod("a").obj(), makePod("b").request("r1", protocol.ModeBoundary).obj())
+	return startServerWith(t, resolver, makePod("a").obj(), makePod("b").request("r1", agentv1alpha1.ModeBoundary).obj())
 }
 
 // startServerWith serves a registry with pods on a socket in a temporary directory.
@@ -50,7 +51,7 @@ func startServerWith(t *testing.T, resolver PodResolver, pods ...Pod) (string, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, protocol.SocketName)
+	path := filepath.Join(dir, agentv1alpha1.SocketName)
 	l, err := Listen(path)
 	if err != nil {
 		t.Fatal(err)
@@ -194,16 +195,16 @@ func TestServerPayloads(t *testing.T) {
 // (an elastic job's world size and reference size), and without them when the pod has none.
 func TestServerResumeSizes(t *testing.T) {
 	tests := map[string]struct {
-		resume protocol.ResumePoint
-		want   *protocol.ResumePoint
+		resume agentv1alpha1.ResumePoint
+		want   *agentv1alpha1.ResumePoint
 	}{
 		"an elastic job at half its size": {
-			resume: protocol.ResumePoint{Epoch: 0, Path: "/ck/0", WorldSize: 2, ReferenceWorldSize: 4},
-			want:   &protocol.ResumePoint{Epoch: 0, Path: "/ck/0", WorldSize: 2, ReferenceWorldSize: 4},
+			resume: agentv1alpha1.ResumePoint{Epoch: 0, Path: "/ck/0", WorldSize: 2, ReferenceWorldSize: 4},
+			want:   &agentv1alpha1.ResumePoint{Epoch: 0, Path: "/ck/0", WorldSize: 2, ReferenceWorldSize: 4},
 		},
 		"a rigid job": {
-			resume: protocol.ResumePoint{Path: "/ck/0"},
-			want:   &protocol.ResumePoint{Path: "/ck/0"},
+			resume: agentv1alpha1.ResumePoint{Path: "/ck/0"},
+			want:   &agentv1alpha1.ResumePoint{Path: "/ck/0"},
 		},
 	}
 	for name, tc := range tests {
@@ -232,7 +233,7 @@ func TestHelperClient(t *testing.T) {
 		return
 	}
 	var out []protocol.Response
-	c, err := net.Dial("unix", os.Getenv(protocol.EnvSocket))
+	c, err := net.Dial("unix", os.Getenv(agentv1alpha1.EnvSocket))
 	if err != nil {
 		fmt.Println("dial:", err)
 		os.Exit(2)
@@ -294,7 +295,7 @@ func TestServerPeerIdentity(t *testing.T) {
 		tc := tests[name]
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperClient$")
-			cmd.Env = append(os.Environ(), "PICKYMAN_TEST_LINES="+strings.Join(tc.lines, "\n"), protocol.EnvSocket+"="+path)
+			cmd.Env = append(os.Environ(), "PICKYMAN_TEST_LINES="+strings.Join(tc.lines, "\n"), agentv1alpha1.EnvSocket+"="+path)
 			if tc.podUID != "" {
 				cmd.Env = append(cmd.Env, envTestPodUID+"="+tc.podUID)
 			}

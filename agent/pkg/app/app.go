@@ -27,9 +27,9 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/coord"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
 	"github.com/pickyman/pickyman/agent/pkg/metrics"
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
 	"github.com/pickyman/pickyman/agent/pkg/testbed"
 	"github.com/pickyman/pickyman/agent/pkg/traffic"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 // Options are the agent's flags.
@@ -58,7 +58,7 @@ type Options struct {
 // Flags registers the options on fs.
 func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Node, "node", os.Getenv("NODE_NAME"), "the node this agent serves (default $NODE_NAME)")
-	fs.StringVar(&o.SocketDir, "socket-dir", protocol.DefaultSocketDir, "directory of the local API socket, shared with training pods")
+	fs.StringVar(&o.SocketDir, "socket-dir", agentv1alpha1.DefaultSocketDir, "directory of the local API socket, shared with training pods")
 	fs.StringVar(&o.ProcRoot, "proc", "/proc", "the host's /proc (the agent runs in the host PID namespace)")
 	fs.StringVar(&o.Backend, "gpu-backend", "nvml", "GPU backend: nvml (libnvidia-ml) or fake")
 	fs.StringVar(&o.Fake.Product, "fake-gpu-product", "NVIDIA A100-SXM4-80GB", "fake backend: GPU product name")
@@ -164,7 +164,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err := os.MkdirAll(o.SocketDir, 0o755); err != nil {
 		return err
 	}
-	l, err := api.Listen(filepath.Join(o.SocketDir, protocol.SocketName))
+	l, err := api.Listen(filepath.Join(o.SocketDir, agentv1alpha1.SocketName))
 	if err != nil {
 		return fmt.Errorf("socket: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pickyman/pickyman/agent/pkg/api"
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 // NodeNameField is the pod field the agent selects on; a cached client needs an index on it.
@@ -34,7 +34,7 @@ type Coordinator struct {
 	// selector.
 	Nodes func(node string) bool
 	// OnAck, if set, is told of every acknowledgement (for metrics).
-	OnAck func(api.Pod, protocol.CheckpointAck)
+	OnAck func(api.Pod, agentv1alpha1.CheckpointAck)
 	// Counter reads a process's receive counter; nil disables traffic sampling.
 	Counter api.CounterFunc
 
@@ -109,22 +109,22 @@ func (c *Coordinator) accepts(node string) bool {
 func FromPod(log logr.Logger, p *corev1.Pod) api.Pod {
 	out := api.Pod{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name}
 	a := p.Annotations
-	if v, ok := a[protocol.AnnotationCheckpointRequest]; ok {
-		var req protocol.CheckpointRequest
+	if v, ok := a[agentv1alpha1.AnnotationCheckpointRequest]; ok {
+		var req agentv1alpha1.CheckpointRequest
 		if err := json.Unmarshal([]byte(v), &req); err != nil || req.ID == "" || !req.Mode.Valid() {
 			log.Info("ignoring a malformed checkpoint request", "pod", out.Key(), "value", v, "error", err)
 		} else {
 			out.Request = &req
 		}
 	}
-	if v, ok := a[protocol.AnnotationCheckpointAck]; ok {
-		var ack protocol.CheckpointAck
+	if v, ok := a[agentv1alpha1.AnnotationCheckpointAck]; ok {
+		var ack agentv1alpha1.CheckpointAck
 		if err := json.Unmarshal([]byte(v), &ack); err == nil {
 			out.AckedID = ack.RequestID
 		}
 	}
-	if v, ok := a[protocol.AnnotationResumeFrom]; ok {
-		var rp protocol.ResumePoint
+	if v, ok := a[agentv1alpha1.AnnotationResumeFrom]; ok {
+		var rp agentv1alpha1.ResumePoint
 		if err := json.Unmarshal([]byte(v), &rp); err != nil || rp.Epoch < 0 {
 			log.Info("ignoring a malformed resume point", "pod", out.Key(), "value", v, "error", err)
 		} else {
@@ -135,19 +135,19 @@ func FromPod(log logr.Logger, p *corev1.Pod) api.Pod {
 }
 
 // Acked implements api.Hooks: the acknowledgement and the progress are queued for writing.
-func (c *Coordinator) Acked(p api.Pod, ack protocol.CheckpointAck) {
+func (c *Coordinator) Acked(p api.Pod, ack agentv1alpha1.CheckpointAck) {
 	if c.OnAck != nil {
 		c.OnAck(p, ack)
 	}
-	c.queue(p, protocol.AnnotationCheckpointAck, ack)
+	c.queue(p, agentv1alpha1.AnnotationCheckpointAck, ack)
 	if prog, ok := c.Registry.Progress(p.UID); ok {
-		c.queue(p, protocol.AnnotationProgress, prog)
+		c.queue(p, agentv1alpha1.AnnotationProgress, prog)
 	}
 }
 
 // EpochEnded implements api.Hooks.
-func (c *Coordinator) EpochEnded(p api.Pod, prog protocol.Progress) {
-	c.queue(p, protocol.AnnotationProgress, prog)
+func (c *Coordinator) EpochEnded(p api.Pod, prog agentv1alpha1.Progress) {
+	c.queue(p, agentv1alpha1.AnnotationProgress, prog)
 }
 
 func (c *Coordinator) queue(p api.Pod, key string, v any) {
@@ -168,7 +168,7 @@ func (c *Coordinator) Annotate(p api.Pod, key, value string) {
 		c.pending[nn] = map[string]string{}
 	}
 	c.pending[nn][key] = value
-	if key == protocol.AnnotationProgress {
+	if key == agentv1alpha1.AnnotationProgress {
 		c.lastProg[p.UID] = c.Clock.Now()
 	}
 	c.mu.Unlock()
@@ -213,7 +213,7 @@ func (c *Coordinator) Flush(ctx context.Context) error {
 }
 
 // RefreshProgress samples traffic and queues the progress of pods whose last progress patch
-// is older than protocol.ProgressInterval.
+// is older than agentv1alpha1.ProgressInterval.
 func (c *Coordinator) RefreshProgress() {
 	if c.Counter != nil {
 		c.Registry.SampleTraffic(c.Counter)
@@ -223,13 +223,13 @@ func (c *Coordinator) RefreshProgress() {
 		c.mu.Lock()
 		last := c.lastProg[uid]
 		c.mu.Unlock()
-		if now.Sub(last) < protocol.ProgressInterval {
+		if now.Sub(last) < agentv1alpha1.ProgressInterval {
 			continue
 		}
 		prog, ok := c.Registry.Progress(uid)
 		pod, known := c.Registry.Pod(uid)
 		if ok && known {
-			c.queue(pod, protocol.AnnotationProgress, prog)
+			c.queue(pod, agentv1alpha1.AnnotationProgress, prog)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 	"github.com/pickyman/pickyman/agent/pkg/api"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -67,21 +67,21 @@ func newCoordinator(c client.Client) *Coordinator {
 }
 
 func TestSync(t *testing.T) {
-	req := protocol.CheckpointRequest{ID: "r1", Mode: protocol.ModeBoundary}
+	req := agentv1alpha1.CheckpointRequest{ID: "r1", Mode: agentv1alpha1.ModeBoundary}
 	kube := newFake(nil,
 		makePod("plain", "n1").obj(),
-		makePod("asked", "n1").ann(protocol.AnnotationCheckpointRequest, req).obj(),
-		makePod("answered", "n1").ann(protocol.AnnotationCheckpointRequest, req).
-			ann(protocol.AnnotationCheckpointAck, protocol.CheckpointAck{RequestID: "r1"}).obj(),
+		makePod("asked", "n1").ann(agentv1alpha1.AnnotationCheckpointRequest, req).obj(),
+		makePod("answered", "n1").ann(agentv1alpha1.AnnotationCheckpointRequest, req).
+			ann(agentv1alpha1.AnnotationCheckpointAck, agentv1alpha1.CheckpointAck{RequestID: "r1"}).obj(),
 		// An annotation written before elastic jobs (no sizes) still parses: sizes 0.
-		makePod("resumed", "n1").ann(protocol.AnnotationResumeFrom, `{"epoch":4,"path":"/ck/4"}`).obj(),
+		makePod("resumed", "n1").ann(agentv1alpha1.AnnotationResumeFrom, `{"epoch":4,"path":"/ck/4"}`).obj(),
 		// An elastic job resumed at 2 of its 4 workers.
-		makePod("resized", "n1").ann(protocol.AnnotationResumeFrom,
+		makePod("resized", "n1").ann(agentv1alpha1.AnnotationResumeFrom,
 			`{"epoch":3,"path":"/ck/3","worldSize":2,"referenceWorldSize":4}`).obj(),
-		makePod("garbled", "n1").ann(protocol.AnnotationCheckpointRequest, `{"id":"x","mode":"later"}`).
-			ann(protocol.AnnotationResumeFrom, "{").obj(),
+		makePod("garbled", "n1").ann(agentv1alpha1.AnnotationCheckpointRequest, `{"id":"x","mode":"later"}`).
+			ann(agentv1alpha1.AnnotationResumeFrom, "{").obj(),
 		makePod("finished", "n1").phase(corev1.PodSucceeded).obj(),
-		makePod("elsewhere", "n2").ann(protocol.AnnotationCheckpointRequest, req).obj(),
+		makePod("elsewhere", "n2").ann(agentv1alpha1.AnnotationCheckpointRequest, req).obj(),
 	)
 	co := newCoordinator(kube)
 	if err := co.Sync(context.Background()); err != nil {
@@ -97,8 +97,8 @@ func TestSync(t *testing.T) {
 	want := []api.Pod{pod("answered"), pod("asked"), pod("garbled"), pod("plain"), pod("resized"), pod("resumed")}
 	want[0].Request, want[0].AckedID = &req, "r1"
 	want[1].Request = &req
-	want[4].Resume = protocol.ResumePoint{Epoch: 3, Path: "/ck/3", WorldSize: 2, ReferenceWorldSize: 4}
-	want[5].Resume = protocol.ResumePoint{Epoch: 4, Path: "/ck/4"}
+	want[4].Resume = agentv1alpha1.ResumePoint{Epoch: 3, Path: "/ck/3", WorldSize: 2, ReferenceWorldSize: 4}
+	want[5].Resume = agentv1alpha1.ResumePoint{Epoch: 4, Path: "/ck/4"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("registry pods (-want +got):\n%s", diff)
 	}
@@ -124,8 +124,8 @@ func TestAckAndProgressAreWrittenAndRetried(t *testing.T) {
 		}
 		return c.Patch(ctx, obj, p, o...)
 	}}
-	req := protocol.CheckpointRequest{ID: "r1", Mode: protocol.ModeBoundary}
-	kube := newFake(funcs, makePod("a", "n1").ann(protocol.AnnotationCheckpointRequest, req).obj())
+	req := agentv1alpha1.CheckpointRequest{ID: "r1", Mode: agentv1alpha1.ModeBoundary}
+	kube := newFake(funcs, makePod("a", "n1").ann(agentv1alpha1.AnnotationCheckpointRequest, req).obj())
 	co := newCoordinator(kube)
 	ctx := context.Background()
 	if err := co.Sync(ctx); err != nil {
@@ -148,15 +148,15 @@ func TestAckAndProgressAreWrittenAndRetried(t *testing.T) {
 	if err := kube.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "a"}, p); err != nil {
 		t.Fatal(err)
 	}
-	var ack protocol.CheckpointAck
-	if err := json.Unmarshal([]byte(p.Annotations[protocol.AnnotationCheckpointAck]), &ack); err != nil {
+	var ack agentv1alpha1.CheckpointAck
+	if err := json.Unmarshal([]byte(p.Annotations[agentv1alpha1.AnnotationCheckpointAck]), &ack); err != nil {
 		t.Fatal(err)
 	}
-	want := protocol.CheckpointAck{RequestID: "r1", Epoch: 0, Path: "/ck/0", Bytes: 5, Seconds: 1, Time: t0}
+	want := agentv1alpha1.CheckpointAck{RequestID: "r1", Epoch: 0, Path: "/ck/0", Bytes: 5, Seconds: 1, Time: t0}
 	if diff := cmp.Diff(want, ack); diff != "" {
 		t.Errorf("ack (-want +got):\n%s", diff)
 	}
-	if _, ok := p.Annotations[protocol.AnnotationProgress]; !ok {
+	if _, ok := p.Annotations[agentv1alpha1.AnnotationProgress]; !ok {
 		t.Error("no progress annotation")
 	}
 	// After an agent restart, the acknowledged request is not forwarded again.

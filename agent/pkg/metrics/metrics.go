@@ -8,6 +8,7 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/api"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
 	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 var gpuLabels = []string{"gpu", "UUID", "modelName", "Hostname", "pod", "namespace", "container"}
@@ -58,7 +59,7 @@ func (c *Collector) APIError(code protocol.ErrorCode) {
 }
 
 // Acked counts an acknowledgement (for coord.Coordinator.OnAck).
-func (c *Collector) Acked(p api.Pod, _ protocol.CheckpointAck) {
+func (c *Collector) Acked(p api.Pod, _ agentv1alpha1.CheckpointAck) {
 	c.Acks.WithLabelValues(p.Namespace).Inc()
 }
 

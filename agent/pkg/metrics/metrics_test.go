@@ -13,6 +13,7 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/api"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
 	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 func TestCollector(t *testing.T) {
@@ -23,10 +24,10 @@ func TestCollector(t *testing.T) {
 	_ = f.Assign(1, "team", "bert-worker-0", "pytorch")
 	_ = f.Set(1, 87, 0.25)
 	reg := api.NewRegistry(clock.RealClock{}, nil)
-	reg.SetPod(api.Pod{UID: "u", Namespace: "team", Name: "bert-worker-0", Resume: protocol.ResumePoint{Epoch: 2}})
+	reg.SetPod(api.Pod{UID: "u", Namespace: "team", Name: "bert-worker-0", Resume: agentv1alpha1.ResumePoint{Epoch: 2}})
 	c := New(func() map[string]gpu.Backend { return map[string]gpu.Backend{"n1": f} }, reg)
 	c.APIError(protocol.ErrForbidden)
-	c.Acked(api.Pod{Namespace: "team"}, protocol.CheckpointAck{})
+	c.Acked(api.Pod{Namespace: "team"}, agentv1alpha1.CheckpointAck{})
 	devs, _ := f.Devices()
 	reg2 := prometheus.NewPedanticRegistry()
 	if err := reg2.Register(c); err != nil {

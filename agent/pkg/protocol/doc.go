@@ -1,51 +1,11 @@
-// Package protocol holds the constants and wire types that the node agent, the training
-// processes and the operator share. It implements the coordination protocol of the design
-// brief, sections 4 and 5, and has no dependencies so that every party can import it.
+// Package protocol is the node agent's local API: the line-delimited JSON calls through which
+// a training process (one per rank, through the Python client agent/python/pickyman_agent)
+// coordinates with the agent on its node. The pod annotations and their values, which the
+// agent shares with the operator, are in api/agent/v1alpha1.
 //
-// # Parties
-//
-//   - The operator decides to suspend (preempt) or resume a job. It talks to agents only
-//     through the Kubernetes API server: every piece of coordination state is an annotation on
-//     a pod, so it survives restarts of the agent and of the operator.
-//   - The agent runs once per node (a DaemonSet). It acts only for pods whose spec.nodeName is
-//     its node (its watch uses a field selector), serves the local socket API to the training
-//     processes of those pods, and writes acknowledgements and progress back to their pods.
-//   - The training process (one per rank) calls the local API through the Python client
-//     (agent/python/pickyman_agent).
-//
-// # Pod annotations (API server)
-//
-// AnnotationCheckpointRequest (operator -> agent) holds a JSON CheckpointRequest: a request
-// id, the mode (boundary: finish the current epoch, write a checkpoint, exit; now: write a
-// checkpoint at the next step, exit) and a deadline. The operator sets it on every pod of the
-// victim job. Setting the same id again is a no-op; a new id is a new request.
-//
-// AnnotationCheckpointAck (agent -> operator) holds a JSON CheckpointAck: the request id it
-// answers, the epoch the checkpoint resumes from, the checkpoint path, its size in bytes and
-// the seconds it took to write, and the measured suspend delay (request seen to acknowledgement).
-// The agent writes it once every rank of the pod that registered has reported its checkpoint.
-// The operator waits for an acknowledgement from every pod of the job (or the deadline), then
-// sets runPolicy.suspend: true. An acknowledgement whose id differs from the current request is
-// stale and must be ignored.
-//
-// AnnotationResumeFrom (operator -> agent) holds a JSON ResumePoint: the epoch to start from
-// and the checkpoint path, and for an elastic job the admission's world size and the reference
-// size its epoch time refers to (both omitted, so 0, for a rigid job). The operator puts it on
-// the job's pod templates before it admits the job again (so every new pod carries it), or on
-// the pods themselves. A pod without it starts from epoch 0. The agent answers register and
-// resume_point with it unchanged.
-//
-// AnnotationProgress (agent -> operator) holds a JSON Progress: the epoch in progress and
-// when it began, the epochs completed, the last epoch's duration, the storage bytes read and
-// the smoothed read rate. The
-// agent refreshes it at every epoch end and at most every ProgressInterval otherwise; the
-// PickyMan predictor consumes it (brief section 4, "Prediction").
-//
-// # Local API (agent <-> training process)
-//
-// The agent listens on a Unix stream socket, SocketName inside a host directory that is
+// The agent listens on a Unix stream socket, agentv1alpha1.SocketName inside a host directory that is
 // mounted into training pods; the path reaches the training process in the environment
-// variable EnvSocket. The wire format is line-delimited JSON: the client writes one Request
+// variable agentv1alpha1.EnvSocket. The wire format is line-delimited JSON: the client writes one Request
 // per line and reads exactly one Response per line, in order, on the same connection. A
 // connection is one rank's session: its first call must be OpRegister, which binds the
 // connection to (pod, rank, world size).
@@ -74,5 +34,5 @@
 // when all its registered ranks have reported.
 //
 // After checkpoint_done for a suspend request the training process exits with
-// ExitSuspended; a finished training exits with ExitDone.
+// agentv1alpha1.ExitSuspended; a finished training exits with agentv1alpha1.ExitDone.
 package protocol

@@ -8,7 +8,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/pickyman/pickyman/agent/pkg/api"
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 // TestTrainerEpochFollowsItsSize: a simulated pod whose resume point gives an elastic job's
@@ -42,7 +42,7 @@ func TestTrainerEpochFollowsItsSize(t *testing.T) {
 			clk := clocktesting.NewFakeClock(t0)
 			reg := api.NewRegistry(clk, nil)
 			pod := api.Pod{UID: "uid-e", Namespace: "ns", Name: "e",
-				Resume: protocol.ResumePoint{WorldSize: tc.world, ReferenceWorldSize: tc.reference}}
+				Resume: agentv1alpha1.ResumePoint{WorldSize: tc.world, ReferenceWorldSize: tc.reference}}
 			reg.SetPod(pod)
 			spec := Spec{Job: "ns/e", Epochs: 3, EpochTime: 100 * time.Second, GPUs: 1}
 			caller := api.Caller{Session: 1, PID: 1, PodUID: pod.UID}

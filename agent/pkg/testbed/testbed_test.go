@@ -20,7 +20,7 @@ import (
 
 	"github.com/pickyman/pickyman/agent/pkg/coord"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/cluster/stages"
 	"github.com/pickyman/pickyman/testbed/sim"
@@ -119,34 +119,34 @@ func TestTestbedSimulatesTraining(t *testing.T) {
 	if v, _ := getAnn(t, kube, "short", stages.CompleteAnnotation); v != stages.CompleteSucceeded {
 		t.Errorf("short pod: completion annotation %q, want %q", v, stages.CompleteSucceeded)
 	}
-	var prog protocol.Progress
-	v, _ := getAnn(t, kube, "short", protocol.AnnotationProgress)
+	var prog agentv1alpha1.Progress
+	v, _ := getAnn(t, kube, "short", agentv1alpha1.AnnotationProgress)
 	if err := json.Unmarshal([]byte(v), &prog); err != nil || prog.EpochsDone != 2 || prog.ReadBytes != 2e11 || prog.EpochSeconds != 10 {
 		t.Errorf("short progress %+v (%v), want 2 epochs of 10 s and 200 GB read", prog, err)
 	}
 	// 2. The victim is in epoch 1 (25..45 s); a boundary request at 30 s is acknowledged at
 	//    the epoch end plus the checkpoint write (5 GB at 500 MB/s = 10 s, /10 = 1 s).
-	req, _ := json.Marshal(protocol.CheckpointRequest{ID: "p1", Mode: protocol.ModeBoundary})
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(req)}}})
+	req, _ := json.Marshal(agentv1alpha1.CheckpointRequest{ID: "p1", Mode: agentv1alpha1.ModeBoundary})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: string(req)}}})
 	victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim"}}
 	if err := kube.Patch(ctx, victim, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
 	step(5 * time.Second) // 30 s: request seen
 	step(15 * time.Second)
-	if _, ok := getAnn(t, kube, "victim", protocol.AnnotationCheckpointAck); ok {
+	if _, ok := getAnn(t, kube, "victim", agentv1alpha1.AnnotationCheckpointAck); ok {
 		t.Fatal("acknowledged before the checkpoint was written")
 	}
 	step(time.Second)
-	v, ok := getAnn(t, kube, "victim", protocol.AnnotationCheckpointAck)
+	v, ok := getAnn(t, kube, "victim", agentv1alpha1.AnnotationCheckpointAck)
 	if !ok {
 		t.Fatal("no acknowledgement")
 	}
-	var ack protocol.CheckpointAck
+	var ack agentv1alpha1.CheckpointAck
 	if err := json.Unmarshal([]byte(v), &ack); err != nil {
 		t.Fatal(err)
 	}
-	want := protocol.CheckpointAck{RequestID: "p1", Epoch: 2, Path: "sim://ns/victim/epoch-2", Bytes: 5e9, Seconds: 1, SuspendSeconds: 16, Time: t0.Add(46 * time.Second)}
+	want := agentv1alpha1.CheckpointAck{RequestID: "p1", Epoch: 2, Path: "sim://ns/victim/epoch-2", Bytes: 5e9, Seconds: 1, SuspendSeconds: 16, Time: t0.Add(46 * time.Second)}
 	if diff := cmp.Diff(want, ack); diff != "" {
 		t.Errorf("ack (-want +got):\n%s", diff)
 	}
@@ -164,8 +164,8 @@ func TestTestbedSimulatesTraining(t *testing.T) {
 	// 4. Resumed from epoch 2: start + load (5 GB at 1 GB/s = 5 s, /10) + warm-up = 5.5 s.
 	resumed := simPod("victim", "kwok-0", 5, "200s", 2)
 	resumed.UID = "uid-victim-2"
-	rp, _ := json.Marshal(protocol.ResumePoint{Epoch: 2, Path: ack.Path})
-	resumed.Annotations[protocol.AnnotationResumeFrom] = string(rp)
+	rp, _ := json.Marshal(agentv1alpha1.ResumePoint{Epoch: 2, Path: ack.Path})
+	resumed.Annotations[agentv1alpha1.AnnotationResumeFrom] = string(rp)
 	if err := kube.Create(ctx, resumed); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestTestbedSimulatesTraining(t *testing.T) {
 
 func TestTestbedSuspendNowLosesThePartialEpoch(t *testing.T) {
 	ctx := context.Background()
-	req, _ := json.Marshal(protocol.CheckpointRequest{ID: "n1", Mode: protocol.ModeNow})
+	req, _ := json.Marshal(agentv1alpha1.CheckpointRequest{ID: "n1", Mode: agentv1alpha1.ModeNow})
 	p := simPod("job", "kwok-0", 4, "100s", 1)
 	kube := fake.NewClientBuilder().WithObjects(fakeNode("kwok-0"), p).
 		WithIndex(&corev1.Pod{}, coord.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
@@ -199,23 +199,23 @@ func TestTestbedSuspendNowLosesThePartialEpoch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(req)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: string(req)}}})
 	if err := kube.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tb.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
-	v, ok := getAnn(t, kube, "job", protocol.AnnotationCheckpointAck)
+	v, ok := getAnn(t, kube, "job", agentv1alpha1.AnnotationCheckpointAck)
 	if !ok {
 		t.Fatal("a suspend-now was not acknowledged at once")
 	}
-	var ack protocol.CheckpointAck
+	var ack agentv1alpha1.CheckpointAck
 	if err := json.Unmarshal([]byte(v), &ack); err != nil {
 		t.Fatal(err)
 	}
 	// The periodic checkpoint of epoch 0's end: epoch 1's 4 s are lost.
-	want := protocol.CheckpointAck{RequestID: "n1", Epoch: 1, Path: "sim://ns/job/epoch-1", Time: t0.Add(19 * time.Second)}
+	want := agentv1alpha1.CheckpointAck{RequestID: "n1", Epoch: 1, Path: "sim://ns/job/epoch-1", Time: t0.Add(19 * time.Second)}
 	if diff := cmp.Diff(want, ack); diff != "" {
 		t.Errorf("ack (-want +got):\n%s", diff)
 	}
@@ -284,8 +284,8 @@ func TestRayWorkerOutlivesItsTraining(t *testing.T) {
 	if v, ok := getAnn(t, kube, "ray-worker", stages.CompleteAnnotation); ok {
 		t.Errorf("Ray worker completed (%q); it must keep running", v)
 	}
-	var prog protocol.Progress
-	v, _ := getAnn(t, kube, "ray-worker", protocol.AnnotationProgress)
+	var prog agentv1alpha1.Progress
+	v, _ := getAnn(t, kube, "ray-worker", agentv1alpha1.AnnotationProgress)
 	if err := json.Unmarshal([]byte(v), &prog); err != nil || prog.EpochsDone != 2 {
 		t.Errorf("Ray worker progress %+v (%v), want its 2 epochs done", prog, err)
 	}

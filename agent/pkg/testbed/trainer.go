@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pickyman/pickyman/agent/pkg/api"
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
 
 type phase int
@@ -36,8 +36,8 @@ type trainer struct {
 	epochStart time.Time // start of the epoch in progress
 	epochLen   time.Duration
 	until      time.Time // end of starting or writing
-	lastCkpt   protocol.ResumePoint
-	req        *protocol.CheckpointRequest
+	lastCkpt   agentv1alpha1.ResumePoint
+	req        *agentv1alpha1.CheckpointRequest
 	bytesDone  int64 // storage bytes read in finished epochs
 }
 
@@ -73,7 +73,7 @@ func (t *trainer) step(ctx context.Context, reg *api.Registry, ph Physics, scale
 			}
 			t.req = req
 		}
-		if t.req != nil && (t.req.Mode == protocol.ModeNow && t.phase != writing || t.phase == starting) {
+		if t.req != nil && (t.req.Mode == agentv1alpha1.ModeNow && t.phase != writing || t.phase == starting) {
 			// Stop at once: resume from the newest checkpoint.
 			t.phase = stopped
 			return false, reg.CheckpointDone(t.caller, t.req.ID, t.lastCkpt.Epoch, t.lastCkpt.Path, 0, 0)
@@ -97,7 +97,7 @@ func (t *trainer) step(ctx context.Context, reg *api.Registry, ph Physics, scale
 			t.bytesDone += t.epochBytes()
 			t.epoch++
 			if ph.CheckpointPeriod > 0 && t.epoch%ph.CheckpointPeriod == 0 {
-				t.lastCkpt = protocol.ResumePoint{Epoch: t.epoch, Path: t.ckptPath(t.epoch)}
+				t.lastCkpt = agentv1alpha1.ResumePoint{Epoch: t.epoch, Path: t.ckptPath(t.epoch)}
 			}
 			if t.epoch >= t.spec.Epochs {
 				t.phase = complete

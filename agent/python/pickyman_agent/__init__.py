@@ -3,7 +3,7 @@
 A training process calls the agent on the node over a Unix socket whose path is in the
 environment variable PICKYMAN_AGENT_SOCKET. The wire format is line-delimited JSON, one
 request and one response per line; the protocol is described in agent/pkg/protocol/doc.go
-and docs/agent.md.
+(the pod annotations and exit codes in api/agent/v1alpha1/doc.go) and docs/agent.md.
 
 Typical use, in every rank::
 

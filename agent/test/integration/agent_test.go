@@ -22,8 +22,8 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/api"
 	"github.com/pickyman/pickyman/agent/pkg/coord"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
 	"github.com/pickyman/pickyman/agent/pkg/testbed"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/cluster/stages"
 	pmenvtest "github.com/pickyman/pickyman/testbed/envtest"
@@ -94,8 +94,8 @@ func TestAgentOnAPIServer(t *testing.T) {
 	c := kubeClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := json.Marshal(protocol.CheckpointRequest{ID: "r1", Mode: protocol.ModeBoundary})
-	ask := map[string]string{protocol.AnnotationCheckpointRequest: string(req)}
+	req, _ := json.Marshal(agentv1alpha1.CheckpointRequest{ID: "r1", Mode: agentv1alpha1.ModeBoundary})
+	ask := map[string]string{agentv1alpha1.AnnotationCheckpointRequest: string(req)}
 	mine, other := pod("mine", "n1", ask, 1), pod("other", "n2", ask, 1)
 	create(t, c, node("n1", nil), node("n2", nil), mine, other)
 
@@ -119,8 +119,8 @@ func TestAgentOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The acknowledgement is written at once (the resync is an hour: the wake-up does it).
-	eventually(t, "acknowledgement on the pod", 10*time.Second, func() bool { _, ok := annotation(c, "mine", protocol.AnnotationCheckpointAck); return ok })
-	if _, ok := annotation(c, "other", protocol.AnnotationCheckpointAck); ok {
+	eventually(t, "acknowledgement on the pod", 10*time.Second, func() bool { _, ok := annotation(c, "mine", agentv1alpha1.AnnotationCheckpointAck); return ok })
+	if _, ok := annotation(c, "other", agentv1alpha1.AnnotationCheckpointAck); ok {
 		t.Error("the pod of n2 was acknowledged")
 	}
 	// A new pod on the node arrives through the watch, not the hourly resync.
@@ -162,8 +162,8 @@ func TestTestbedOnAPIServer(t *testing.T) {
 		v, _ := annotation(c, "job-worker-0", stages.CompleteAnnotation)
 		return v == stages.CompleteSucceeded
 	})
-	v, _ := annotation(c, "job-worker-0", protocol.AnnotationProgress)
-	var prog protocol.Progress
+	v, _ := annotation(c, "job-worker-0", agentv1alpha1.AnnotationProgress)
+	var prog agentv1alpha1.Progress
 	if err := json.Unmarshal([]byte(v), &prog); err != nil || prog.EpochsDone != 3 {
 		t.Errorf("progress %q (%v), want 3 epochs done", v, err)
 	}

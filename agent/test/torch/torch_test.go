@@ -31,7 +31,7 @@ import (
 
 	"github.com/pickyman/pickyman/agent/pkg/api"
 	"github.com/pickyman/pickyman/agent/pkg/coord"
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/overhead"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
@@ -173,7 +173,7 @@ func launch(t *testing.T, res *ancestry, uid, sock, ckptDir string, nproc int) *
 		"--nnodes=1", fmt.Sprintf("--nproc_per_node=%d", nproc), "--monitor_interval=0.2", "-r", "1", "-t", "1", "--log_dir", filepath.Join(ckptDir, "..", "logs-"+uid), "--master_addr=127.0.0.1", fmt.Sprintf("--master_port=%d", freePort(t)),
 		script, "--epochs", strconv.Itoa(epochs), "--steps", "12", "--step-delay", "0.05",
 		"--dim", "256", "--hidden", "512", "--ckpt-dir", ckptDir)
-	cmd.Env = append(os.Environ(), protocol.EnvSocket+"="+sock, "PICKYMAN_POD="+namespace+"/"+podName,
+	cmd.Env = append(os.Environ(), agentv1alpha1.EnvSocket+"="+sock, "PICKYMAN_POD="+namespace+"/"+podName,
 		"OMP_NUM_THREADS=1", "PYTHONUNBUFFERED=1")
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -283,7 +283,7 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(sockDir)
-	sock := filepath.Join(sockDir, protocol.SocketName)
+	sock := filepath.Join(sockDir, agentv1alpha1.SocketName)
 	ckptDir := filepath.Join(tmp, "ckpt")
 
 	// The agent: registry, coordinator on a fake API server, socket server.
@@ -315,9 +315,9 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	b2 := r1.waitFor(t, "epoch_begin", 2, 300*time.Second)
 	epochTime := b2.time().Sub(b1.time())
 	time.Sleep(epochTime * 2 / 5)
-	req := protocol.CheckpointRequest{ID: "preempt-1", Mode: protocol.ModeBoundary, Deadline: time.Now().Add(time.Minute).UTC()}
+	req := agentv1alpha1.CheckpointRequest{ID: "preempt-1", Mode: agentv1alpha1.ModeBoundary, Deadline: time.Now().Add(time.Minute).UTC()}
 	val, _ := json.Marshal(req)
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(val)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: string(val)}}})
 	tReq := time.Now()
 	if err := kube.Patch(ctx, makePod("", nil), client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
@@ -325,8 +325,8 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	code, out := r1.wait(t, 600*time.Second)
 	tFree := time.Now()
 	// torchrun exits 1 when a worker exits non-zero and names the first one's exit code.
-	if code != 1 || !strings.Contains(out, "exitcode  : "+strconv.Itoa(protocol.ExitSuspended)) || r1.count("suspended") != 2 {
-		t.Fatalf("run 1 exited %d, want both workers suspended and exiting %d; output:\n%s", code, protocol.ExitSuspended, out)
+	if code != 1 || !strings.Contains(out, "exitcode  : "+strconv.Itoa(agentv1alpha1.ExitSuspended)) || r1.count("suspended") != 2 {
+		t.Fatalf("run 1 exited %d, want both workers suspended and exiting %d; output:\n%s", code, agentv1alpha1.ExitSuspended, out)
 	}
 	if _, ok := r1.find("done", -1); ok {
 		t.Fatal("run 1 finished instead of suspending")
@@ -342,10 +342,10 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	if ckpt.Epoch != cur.Epoch+1 {
 		t.Fatalf("checkpoint holds epoch %d, want %d (the request came during epoch %d); output:\n%s", ckpt.Epoch, cur.Epoch+1, cur.Epoch, out)
 	}
-	var ack protocol.CheckpointAck
+	var ack agentv1alpha1.CheckpointAck
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if v, ok := annotations(t, kube)[protocol.AnnotationCheckpointAck]; ok {
+		if v, ok := annotations(t, kube)[agentv1alpha1.AnnotationCheckpointAck]; ok {
 			if err := json.Unmarshal([]byte(v), &ack); err != nil {
 				t.Fatal(err)
 			}
@@ -359,8 +359,8 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	if ack.RequestID != req.ID || ack.Epoch != ckpt.Epoch || ack.Path != ckpt.Path || ack.Bytes != ckpt.Bytes || ack.Bytes == 0 {
 		t.Fatalf("ack %+v does not match request %s and checkpoint %+v", ack, req.ID, ckpt)
 	}
-	var prog protocol.Progress
-	if err := json.Unmarshal([]byte(annotations(t, kube)[protocol.AnnotationProgress]), &prog); err != nil || prog.EpochsDone != ckpt.Epoch || prog.ReadBytes == 0 {
+	var prog agentv1alpha1.Progress
+	if err := json.Unmarshal([]byte(annotations(t, kube)[agentv1alpha1.AnnotationProgress]), &prog); err != nil || prog.EpochsDone != ckpt.Epoch || prog.ReadBytes == 0 {
 		t.Errorf("progress annotation %+v (%v), want %d epochs done and bytes read", prog, err, ckpt.Epoch)
 	}
 
@@ -368,8 +368,8 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 	if err := kube.Delete(ctx, makePod("", nil)); err != nil {
 		t.Fatal(err)
 	}
-	rp, _ := json.Marshal(protocol.ResumePoint{Epoch: ack.Epoch, Path: ack.Path})
-	if err := kube.Create(ctx, makePod("uid-run2", map[string]string{protocol.AnnotationResumeFrom: string(rp)})); err != nil {
+	rp, _ := json.Marshal(agentv1alpha1.ResumePoint{Epoch: ack.Epoch, Path: ack.Path})
+	if err := kube.Create(ctx, makePod("uid-run2", map[string]string{agentv1alpha1.AnnotationResumeFrom: string(rp)})); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -381,8 +381,8 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 		}
 	}
 	r2 := launch(t, res, "uid-run2", sock, ckptDir, 2)
-	if code, out := r2.wait(t, 600*time.Second); code != protocol.ExitDone {
-		t.Fatalf("run 2 exited %d, want %d; output:\n%s", code, protocol.ExitDone, out)
+	if code, out := r2.wait(t, 600*time.Second); code != agentv1alpha1.ExitDone {
+		t.Fatalf("run 2 exited %d, want %d; output:\n%s", code, agentv1alpha1.ExitDone, out)
 	}
 	loaded := r2.waitFor(t, "loaded", ack.Epoch, time.Second)
 	if loaded.Hash != ckpt.Hash {
@@ -444,7 +444,7 @@ func startAgentSide(t *testing.T, firstUID string) *agentSide {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agentSide{sock: filepath.Join(sockDir, protocol.SocketName), ckptDir: filepath.Join(t.TempDir(), "ckpt"), res: &ancestry{}}
+	a := &agentSide{sock: filepath.Join(sockDir, agentv1alpha1.SocketName), ckptDir: filepath.Join(t.TempDir(), "ckpt"), res: &ancestry{}}
 	a.kube = fake.NewClientBuilder().
 		WithObjects(makePod(firstUID, nil)).
 		WithIndex(&corev1.Pod{}, coord.NodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
@@ -467,22 +467,22 @@ func startAgentSide(t *testing.T, firstUID string) *agentSide {
 
 // suspendAtBoundary asks the pod for a boundary checkpoint once epoch is under way, waits for
 // every worker to exit suspended, and returns the checkpoint event and the acknowledgement.
-func (a *agentSide) suspendAtBoundary(t *testing.T, r *run, epoch int32, id string) (event, protocol.CheckpointAck) {
+func (a *agentSide) suspendAtBoundary(t *testing.T, r *run, epoch int32, id string) (event, agentv1alpha1.CheckpointAck) {
 	t.Helper()
 	r.waitFor(t, "epoch_begin", epoch, 300*time.Second)
-	req := protocol.CheckpointRequest{ID: id, Mode: protocol.ModeBoundary, Deadline: time.Now().Add(time.Minute).UTC()}
+	req := agentv1alpha1.CheckpointRequest{ID: id, Mode: agentv1alpha1.ModeBoundary, Deadline: time.Now().Add(time.Minute).UTC()}
 	val, _ := json.Marshal(req)
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(val)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: string(val)}}})
 	if err := a.kube.Patch(context.Background(), makePod("", nil), client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	if code, out := r.wait(t, 600*time.Second); code == protocol.ExitDone {
+	if code, out := r.wait(t, 600*time.Second); code == agentv1alpha1.ExitDone {
 		t.Fatalf("the run finished instead of suspending; output:\n%s", out)
 	}
 	ckpt := r.waitFor(t, "checkpoint", -1, time.Second)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var ack protocol.CheckpointAck
-		if v, ok := annotations(t, a.kube)[protocol.AnnotationCheckpointAck]; ok && json.Unmarshal([]byte(v), &ack) == nil && ack.RequestID == id {
+		var ack agentv1alpha1.CheckpointAck
+		if v, ok := annotations(t, a.kube)[agentv1alpha1.AnnotationCheckpointAck]; ok && json.Unmarshal([]byte(v), &ack) == nil && ack.RequestID == id {
 			if ack.Epoch != ckpt.Epoch || ack.Path != ckpt.Path {
 				t.Fatalf("ack %+v does not match checkpoint %+v", ack, ckpt)
 			}
@@ -496,14 +496,14 @@ func (a *agentSide) suspendAtBoundary(t *testing.T, r *run, epoch int32, id stri
 
 // recreate replaces the pod by a new one (uid) with the acknowledged resume point, as the
 // operator does on resume, and waits until the agent knows it.
-func (a *agentSide) recreate(t *testing.T, uid string, ack protocol.CheckpointAck) {
+func (a *agentSide) recreate(t *testing.T, uid string, ack agentv1alpha1.CheckpointAck) {
 	t.Helper()
 	ctx := context.Background()
 	if err := a.kube.Delete(ctx, makePod("", nil)); err != nil {
 		t.Fatal(err)
 	}
-	rp, _ := json.Marshal(protocol.ResumePoint{Epoch: ack.Epoch, Path: ack.Path})
-	if err := a.kube.Create(ctx, makePod(uid, map[string]string{protocol.AnnotationResumeFrom: string(rp)})); err != nil {
+	rp, _ := json.Marshal(agentv1alpha1.ResumePoint{Epoch: ack.Epoch, Path: ack.Path})
+	if err := a.kube.Create(ctx, makePod(uid, map[string]string{agentv1alpha1.AnnotationResumeFrom: string(rp)})); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -561,8 +561,8 @@ func TestTorchResizeFromCheckpoint(t *testing.T) {
 
 	a.recreate(t, "uid-r3", ack2)
 	r3 := launch(t, a.res, "uid-r3", a.sock, a.ckptDir, 2)
-	if code, out := r3.wait(t, 600*time.Second); code != protocol.ExitDone {
-		t.Fatalf("run 3 exited %d, want %d; output:\n%s", code, protocol.ExitDone, out)
+	if code, out := r3.wait(t, 600*time.Second); code != agentv1alpha1.ExitDone {
+		t.Fatalf("run 3 exited %d, want %d; output:\n%s", code, agentv1alpha1.ExitDone, out)
 	}
 	checkRestored(t, r3, ckpt2, 2, 2)
 	if done := r3.waitFor(t, "done", -1, time.Second); done.Epoch != epochs {

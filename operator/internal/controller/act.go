@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -116,7 +117,7 @@ func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement
 	if a.Status.LastStopped != nil {
 		waitedSince = *a.Status.LastStopped
 	}
-	if w := slotWorkers(placement); a.Spec.Elastic != nil && w != podCount(a.Spec.PodSets) {
+	if w := slotWorkers(placement); a.Spec.Elastic != nil && w != jobframework.PodCount(a.Spec.PodSets) {
 		// An elastic job admitted at another size: its pod sets change first (the job's
 		// replicas follow in SyncJob), so that the placement maps onto them.
 		a.Spec.PodSets = resizedSets(a, w)

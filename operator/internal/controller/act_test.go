@@ -15,12 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestActReservesBeforePreempting: the waiting job's reservation is written before any victim

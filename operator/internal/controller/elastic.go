@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -14,15 +15,6 @@ import (
 // and the scheduler admits it there at the new size: the Allocation's pod sets are changed
 // first, then the job's replicas with its unsuspension.
 
-// podCount is the number of pods of a gang.
-func podCount(sets []v1alpha1.PodSet) int32 {
-	var n int32
-	for _, s := range sets {
-		n += s.Count
-	}
-	return n
-}
-
 // slotWorkers is the number of workers of a placement.
 func slotWorkers(slots []sched.Slot) int32 {
 	var n int32
@@ -32,28 +24,6 @@ func slotWorkers(slots []sched.Slot) int32 {
 	return n
 }
 
-// elasticBounds returns an elastic Allocation's bounds in gang workers (all pods: the
-// elastic pod set's bounds plus the other pod sets' fixed counts).
-func elasticBounds(a *v1alpha1.Allocation) (lo, hi int32, ok bool) {
-	e := a.Spec.Elastic
-	if e == nil || e.MaxCount <= e.MinCount {
-		return 0, 0, false
-	}
-	fixed := int32(0)
-	found := false
-	for _, s := range a.Spec.PodSets {
-		if s.Name == e.PodSet {
-			found = true
-			continue
-		}
-		fixed += s.Count
-	}
-	if !found {
-		return 0, 0, false
-	}
-	return fixed + e.MinCount, fixed + e.MaxCount, true
-}
-
 // resizedSets returns the Allocation's pod sets at a gang of workers pods: the elastic pod
 // set takes what the fixed ones leave. It returns the pod sets unchanged for a rigid job.
 func resizedSets(a *v1alpha1.Allocation, workers int32) []v1alpha1.PodSet {
@@ -61,7 +31,7 @@ func resizedSets(a *v1alpha1.Allocation, workers int32) []v1alpha1.PodSet {
 	if a.Spec.Elastic == nil {
 		return out
 	}
-	fixed := podCount(out)
+	fixed := jobframework.PodCount(out)
 	i := slices.IndexFunc(out, func(s v1alpha1.PodSet) bool { return s.Name == a.Spec.Elastic.PodSet })
 	if i < 0 {
 		return out

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
@@ -58,8 +58,8 @@ func (h *harness) ackAndDelete(job string, pods []*corev1.Pod, epoch int32) {
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
 			h.t.Fatal(err)
 		}
-		ack, _ := json.Marshal(protocol.CheckpointAck{RequestID: id, Epoch: epoch, Path: "/ckpt"})
-		cur.Annotations[protocol.AnnotationCheckpointAck] = string(ack)
+		ack, _ := json.Marshal(agentv1alpha1.CheckpointAck{RequestID: id, Epoch: epoch, Path: "/ckpt"})
+		cur.Annotations[agentv1alpha1.AnnotationCheckpointAck] = string(ack)
 		if err := h.c.Update(ctx, cur); err != nil {
 			h.t.Fatal(err)
 		}
@@ -142,17 +142,17 @@ func TestResizeFlow(t *testing.T) {
 	a = h.wantPhase("el", v1alpha1.AllocationAdmitted)
 	h.wantPhase("q", v1alpha1.AllocationAdmitted)
 	h.checkNode()
-	if n := podCount(a.Spec.PodSets); n != 2 || sumPods(a.Status.Placement) != 2 {
+	if n := jobframework.PodCount(a.Spec.PodSets); n != 2 || sumPods(a.Status.Placement) != 2 {
 		t.Fatalf("el admitted with pod sets %v placement %v, want 2 pods", a.Spec.PodSets, a.Status.Placement)
 	}
 	j := h.job("el")
 	if workerReplicas(j) != 2 || (*jobframework.PyTorchJob)(j).IsSuspended() {
 		t.Fatalf("job el: %d Worker replicas, suspended %v; want 2, running", workerReplicas(j), (*jobframework.PyTorchJob)(j).IsSuspended())
 	}
-	var rp protocol.ResumePoint
+	var rp agentv1alpha1.ResumePoint
 	tmpl := j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker].Template
-	if err := json.Unmarshal([]byte(tmpl.Annotations[protocol.AnnotationResumeFrom]), &rp); err != nil || rp.Epoch != 3 || rp.WorldSize != 2 || rp.ReferenceWorldSize != 4 {
-		t.Fatalf("resume point %q, want epoch 3 on 2 of 4 workers", tmpl.Annotations[protocol.AnnotationResumeFrom])
+	if err := json.Unmarshal([]byte(tmpl.Annotations[agentv1alpha1.AnnotationResumeFrom]), &rp); err != nil || rp.Epoch != 3 || rp.WorldSize != 2 || rp.ReferenceWorldSize != 4 {
+		t.Fatalf("resume point %q, want epoch 3 on 2 of 4 workers", tmpl.Annotations[agentv1alpha1.AnnotationResumeFrom])
 	}
 	pods = h.createPods("el")
 	if len(pods) != 2 {
@@ -176,7 +176,7 @@ func TestResizeFlow(t *testing.T) {
 	h.ackAndDelete("el", pods, 5)
 	h.cycle()
 	a = h.wantPhase("el", v1alpha1.AllocationAdmitted)
-	if podCount(a.Spec.PodSets) != 4 || workerReplicas(h.job("el")) != 4 || a.Status.ResumeEpoch != 5 {
+	if jobframework.PodCount(a.Spec.PodSets) != 4 || workerReplicas(h.job("el")) != 4 || a.Status.ResumeEpoch != 5 {
 		t.Fatalf("grown: pod sets %v replicas %d resume epoch %d; want 4, 4, 5", a.Spec.PodSets, workerReplicas(h.job("el")), a.Status.ResumeEpoch)
 	}
 	h.checkNode()

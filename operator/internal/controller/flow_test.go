@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
@@ -165,7 +165,7 @@ func TestStartAndPreemptFlow(t *testing.T) {
 		t.Fatal("admitted job is suspended")
 	}
 	tmpl := j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template
-	if tmpl.Spec.SchedulerName != v1alpha1.SchedulerName || tmpl.Annotations[protocol.AnnotationResumeFrom] == "" {
+	if tmpl.Spec.SchedulerName != v1alpha1.SchedulerName || tmpl.Annotations[agentv1alpha1.AnnotationResumeFrom] == "" {
 		t.Fatalf("template not PickyMan's: scheduler %q annotations %v", tmpl.Spec.SchedulerName, tmpl.Annotations)
 	}
 	pods := h.createPods("low")
@@ -195,12 +195,12 @@ func TestStartAndPreemptFlow(t *testing.T) {
 		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(p), cur); err != nil {
 			t.Fatal(err)
 		}
-		var req protocol.CheckpointRequest
-		if err := json.Unmarshal([]byte(cur.Annotations[protocol.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id || req.Mode != protocol.ModeNow {
-			t.Fatalf("pod %s request %q, want id %s mode now", p.Name, cur.Annotations[protocol.AnnotationCheckpointRequest], id)
+		var req agentv1alpha1.CheckpointRequest
+		if err := json.Unmarshal([]byte(cur.Annotations[agentv1alpha1.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id || req.Mode != agentv1alpha1.ModeNow {
+			t.Fatalf("pod %s request %q, want id %s mode now", p.Name, cur.Annotations[agentv1alpha1.AnnotationCheckpointRequest], id)
 		}
-		ackJSON, _ := json.Marshal(protocol.CheckpointAck{RequestID: id, Epoch: 5, Path: "/ckpt"})
-		cur.Annotations[protocol.AnnotationCheckpointAck] = string(ackJSON)
+		ackJSON, _ := json.Marshal(agentv1alpha1.CheckpointAck{RequestID: id, Epoch: 5, Path: "/ckpt"})
+		cur.Annotations[agentv1alpha1.AnnotationCheckpointAck] = string(ackJSON)
 		if err := h.c.Update(context.Background(), cur); err != nil {
 			t.Fatal(err)
 		}
@@ -299,8 +299,8 @@ func TestFinishScoresPredictionAndRecordsProfile(t *testing.T) {
 	h.reconcileJob("train")
 	h.cycle()
 	for _, pod := range h.createPods("train") {
-		pr, _ := json.Marshal(protocol.Progress{EpochsDone: 10, EpochSeconds: 660})
-		pod.Annotations[protocol.AnnotationProgress] = string(pr)
+		pr, _ := json.Marshal(agentv1alpha1.Progress{EpochsDone: 10, EpochSeconds: 660})
+		pod.Annotations[agentv1alpha1.AnnotationProgress] = string(pr)
 		if err := h.c.Update(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
@@ -356,8 +356,8 @@ func TestObserverLearnsEpochs(t *testing.T) {
 			if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(pod), cur); err != nil {
 				t.Fatal(err)
 			}
-			pr, _ := json.Marshal(protocol.Progress{EpochsDone: done, EpochSeconds: 60, ReadBytes: bytes})
-			cur.Annotations[protocol.AnnotationProgress] = string(pr)
+			pr, _ := json.Marshal(agentv1alpha1.Progress{EpochsDone: done, EpochSeconds: 60, ReadBytes: bytes})
+			cur.Annotations[agentv1alpha1.AnnotationProgress] = string(pr)
 			if err := h.c.Update(context.Background(), cur); err != nil {
 				t.Fatal(err)
 			}

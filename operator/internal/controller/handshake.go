@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
@@ -68,11 +68,11 @@ func (o *Operator) RequestPods(ctx context.Context, a *v1alpha1.Allocation, pods
 	if c == nil {
 		return nil
 	}
-	mode := protocol.ModeBoundary
+	mode := agentv1alpha1.ModeBoundary
 	if c.Mode == v1alpha1.SuspendNow {
-		mode = protocol.ModeNow
+		mode = agentv1alpha1.ModeNow
 	}
-	val, err := json.Marshal(protocol.CheckpointRequest{ID: c.ID, Mode: mode, Deadline: c.Deadline.UTC()})
+	val, err := json.Marshal(agentv1alpha1.CheckpointRequest{ID: c.ID, Mode: mode, Deadline: c.Deadline.UTC()})
 	if err != nil {
 		return err
 	}
@@ -80,11 +80,11 @@ func (o *Operator) RequestPods(ctx context.Context, a *v1alpha1.Allocation, pods
 		if !live(p) {
 			continue
 		}
-		var cur protocol.CheckpointRequest
-		if v, ok := p.Annotations[protocol.AnnotationCheckpointRequest]; ok && json.Unmarshal([]byte(v), &cur) == nil && cur.ID == c.ID {
+		var cur agentv1alpha1.CheckpointRequest
+		if v, ok := p.Annotations[agentv1alpha1.AnnotationCheckpointRequest]; ok && json.Unmarshal([]byte(v), &cur) == nil && cur.ID == c.ID {
 			continue
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointRequest: string(val)}}})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: string(val)}}})
 		if err := o.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("pod %s: %w", p.Name, err)
 		}
@@ -93,14 +93,14 @@ func (o *Operator) RequestPods(ctx context.Context, a *v1alpha1.Allocation, pods
 }
 
 // ackOf returns the pod's acknowledgement of request id, if any.
-func ackOf(p *corev1.Pod, id string) (protocol.CheckpointAck, bool) {
-	v, ok := p.Annotations[protocol.AnnotationCheckpointAck]
+func ackOf(p *corev1.Pod, id string) (agentv1alpha1.CheckpointAck, bool) {
+	v, ok := p.Annotations[agentv1alpha1.AnnotationCheckpointAck]
 	if !ok {
-		return protocol.CheckpointAck{}, false
+		return agentv1alpha1.CheckpointAck{}, false
 	}
-	var ack protocol.CheckpointAck
+	var ack agentv1alpha1.CheckpointAck
 	if json.Unmarshal([]byte(v), &ack) != nil || ack.RequestID != id {
-		return protocol.CheckpointAck{}, false
+		return agentv1alpha1.CheckpointAck{}, false
 	}
 	return ack, true
 }

@@ -226,7 +226,7 @@ func (o *Operator) SyncJob(ctx context.Context, job jobframework.GenericJob, a *
 	case v1alpha1.AllocationAdmitted:
 		changed := false
 		if job.IsSuspended() {
-			changed = MutateTemplates(job, a.Name, o.socketDir(), resumePoint(a))
+			changed = jobframework.MutateTemplates(job, a.Name, o.socketDir(), jobframework.ResumePoint(a))
 			if el, ok := job.(jobframework.Elastic); ok && a.Spec.Elastic != nil {
 				// An elastic job runs at the size its Allocation was admitted at.
 				for _, s := range a.Spec.PodSets {

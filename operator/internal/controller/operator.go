@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -15,7 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/internal/metrics"
@@ -38,7 +37,7 @@ type Operator struct {
 	Metrics  *metrics.Metrics
 	// Profiles is the model-profile database; nil disables profile updates.
 	Profiles profile.Store
-	// SocketDir is the host directory of the agent's socket (protocol.DefaultSocketDir if
+	// SocketDir is the host directory of the agent's socket (agentv1alpha1.DefaultSocketDir if
 	// empty).
 	SocketDir string
 	// Observer, if set, is told what happens to jobs (a learning policy).
@@ -85,7 +84,7 @@ func (o *Operator) socketDir() string {
 	if o.SocketDir != "" {
 		return o.SocketDir
 	}
-	return protocol.DefaultSocketDir
+	return agentv1alpha1.DefaultSocketDir
 }
 
 func (o *Operator) now() metav1.Time { return metav1.NewTime(o.Clock.Now()) }
@@ -175,88 +174,4 @@ func (o *Operator) event(job client.Object, a *v1alpha1.Allocation, typ, reason,
 		related = a
 	}
 	o.Recorder.Eventf(job, related, typ, reason, action, msg, args...)
-}
-
-// resumePoint is the value of the resume-from annotation for an Allocation.
-func resumePoint(a *v1alpha1.Allocation) string {
-	rp := protocol.ResumePoint{Epoch: a.Status.ResumeEpoch, Path: a.Status.ResumePath}
-	if _, hi, ok := elasticBounds(a); ok {
-		// An elastic job learns its size and the size its epoch time and schedule refer to
-		// (its reference count, by default its maximum).
-		rp.WorldSize, rp.ReferenceWorldSize = podCount(a.Spec.PodSets), hi
-		if e := a.Spec.Elastic; e.ReferenceCount > 0 {
-			rp.ReferenceWorldSize = hi - e.MaxCount + e.ReferenceCount
-		}
-	}
-	b, _ := json.Marshal(rp)
-	return string(b)
-}
-
-// MutateTemplates makes a job's pod templates PickyMan's: schedulerName pickyman (the binder
-// places the pods), the Allocation label (the operator finds the pods by it), the agent's
-// socket (volume, mount and environment), and, when resume is set, the resume-from
-// annotation. It reports whether anything changed.
-func MutateTemplates(job jobframework.GenericJob, allocName, socketDir string, resume string) bool {
-	changed := false
-	for _, t := range job.PodTemplates() {
-		if t.Spec.SchedulerName != v1alpha1.SchedulerName {
-			t.Spec.SchedulerName = v1alpha1.SchedulerName
-			changed = true
-		}
-		if t.Labels[v1alpha1.LabelAllocation] != allocName {
-			if t.Labels == nil {
-				t.Labels = map[string]string{}
-			}
-			t.Labels[v1alpha1.LabelAllocation] = allocName
-			changed = true
-		}
-		if resume != "" && t.Annotations[protocol.AnnotationResumeFrom] != resume {
-			if t.Annotations == nil {
-				t.Annotations = map[string]string{}
-			}
-			t.Annotations[protocol.AnnotationResumeFrom] = resume
-			changed = true
-		}
-		if addAgentSocket(&t.Spec, socketDir) {
-			changed = true
-		}
-	}
-	return changed
-}
-
-const agentVolume = "pickyman-agent"
-
-func addAgentSocket(spec *corev1.PodSpec, dir string) bool {
-	changed := false
-	found := false
-	for _, v := range spec.Volumes {
-		found = found || v.Name == agentVolume
-	}
-	if !found {
-		hp := corev1.HostPathDirectoryOrCreate
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hp}}})
-		changed = true
-	}
-	sock := dir + "/" + protocol.SocketName
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		has := false
-		for _, m := range c.VolumeMounts {
-			has = has || m.Name == agentVolume
-		}
-		if !has {
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: agentVolume, MountPath: dir})
-			changed = true
-		}
-		hasEnv := false
-		for _, e := range c.Env {
-			hasEnv = hasEnv || e.Name == protocol.EnvSocket
-		}
-		if !hasEnv {
-			c.Env = append(c.Env, corev1.EnvVar{Name: protocol.EnvSocket, Value: sock})
-			changed = true
-		}
-	}
-	return changed
 }

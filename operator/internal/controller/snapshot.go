@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
@@ -44,11 +44,11 @@ func ReadProgress(pods []*corev1.Pod) PodProgress {
 	p := PodProgress{Pods: len(pods)}
 	first := true
 	for _, pod := range pods {
-		v, ok := pod.Annotations[protocol.AnnotationProgress]
+		v, ok := pod.Annotations[agentv1alpha1.AnnotationProgress]
 		if !ok {
 			continue
 		}
-		var pr protocol.Progress
+		var pr agentv1alpha1.Progress
 		if json.Unmarshal([]byte(v), &pr) != nil {
 			continue
 		}
@@ -91,7 +91,7 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 		CheckpointBytes: a.Spec.CheckpointBytes,
 		UserEstimate:    time.Duration(a.Spec.EstimateSeconds) * time.Second,
 	}
-	if lo, hi, ok := elasticBounds(a); ok {
+	if lo, hi, ok := jobframework.ElasticBounds(a); ok {
 		j.MinWorkers, j.MaxWorkers = lo, hi
 	}
 	if st.FirstAdmitted != nil {
@@ -131,32 +131,10 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 	return j
 }
 
-// NodeView is what the scheduler reads from a Node.
-type NodeView struct {
-	GPUResource     corev1.ResourceName
-	GPUProductLabel string
-}
-
-// SchedNode converts a Node; ok is false for a node without GPUs. A node is unschedulable
-// when it is cordoned or carries a NoSchedule or NoExecute taint.
-func (v NodeView) SchedNode(n *corev1.Node) (sched.Node, bool) {
-	q, ok := n.Status.Allocatable[v.GPUResource]
-	if !ok || q.Value() <= 0 {
-		return sched.Node{}, false
-	}
-	out := sched.Node{Name: n.Name, GPUModel: n.Labels[v.GPUProductLabel], GPUs: int32(q.Value()), Unschedulable: n.Spec.Unschedulable}
-	for _, t := range n.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-			out.Unschedulable = true
-		}
-	}
-	return out, true
-}
-
 // BuildSnapshot assembles the scheduling core's snapshot: nodes with GPUs, their used GPUs
 // from the placements of Allocations that hold GPUs, and every unfinished job. progress maps
 // a job ID to its pods' progress.
-func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocation, progress map[string]PodProgress, view NodeView) *sched.Snapshot {
+func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocation, progress map[string]PodProgress, view jobframework.NodeView) *sched.Snapshot {
 	s := &sched.Snapshot{Now: now}
 	idx := map[string]int{}
 	for i := range nodes {

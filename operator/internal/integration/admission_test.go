@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
 	"github.com/pickyman/pickyman/operator/internal/controller"
@@ -59,8 +59,8 @@ func TestAdmissionPinsPodsToPlacement(t *testing.T) {
 			if p.Spec.SchedulerName != v1alpha1.SchedulerName {
 				return fmt.Errorf("pod %s has scheduler %q", p.Name, p.Spec.SchedulerName)
 			}
-			if !hasEnv(&p, protocol.EnvSocket) {
-				return fmt.Errorf("pod %s lacks %s", p.Name, protocol.EnvSocket)
+			if !hasEnv(&p, agentv1alpha1.EnvSocket) {
+				return fmt.Errorf("pod %s lacks %s", p.Name, agentv1alpha1.EnvSocket)
 			}
 		}
 		return nil

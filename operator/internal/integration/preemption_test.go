@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
 )
@@ -72,9 +72,9 @@ func requested(ns, job, id string) error {
 		return fmt.Errorf("no pods")
 	}
 	for _, p := range pods {
-		var req protocol.CheckpointRequest
-		if err := json.Unmarshal([]byte(p.Annotations[protocol.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id {
-			return fmt.Errorf("pod %s request %q, want id %s", p.Name, p.Annotations[protocol.AnnotationCheckpointRequest], id)
+		var req agentv1alpha1.CheckpointRequest
+		if err := json.Unmarshal([]byte(p.Annotations[agentv1alpha1.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id {
+			return fmt.Errorf("pod %s request %q, want id %s", p.Name, p.Annotations[agentv1alpha1.AnnotationCheckpointRequest], id)
 		}
 	}
 	return nil
@@ -88,8 +88,8 @@ func ack(t *testing.T, ns, job, id string, epoch int32) {
 		t.Fatal(err)
 	}
 	for i := range pods {
-		v, _ := json.Marshal(protocol.CheckpointAck{RequestID: id, Epoch: epoch, Path: "/ckpt/low", Time: time.Now()})
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointAck: string(v)}}})
+		v, _ := json.Marshal(agentv1alpha1.CheckpointAck{RequestID: id, Epoch: epoch, Path: "/ckpt/low", Time: time.Now()})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointAck: string(v)}}})
 		if err := k8s.Patch(context.Background(), &pods[i], client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +131,8 @@ func TestPreemptionHandshakeWithAck(t *testing.T) {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "low"}, job); err != nil {
 		t.Fatal(err)
 	}
-	var rp protocol.ResumePoint
-	raw := job.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker].Template.Annotations[protocol.AnnotationResumeFrom]
+	var rp agentv1alpha1.ResumePoint
+	raw := job.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker].Template.Annotations[agentv1alpha1.AnnotationResumeFrom]
 	if err := json.Unmarshal([]byte(raw), &rp); err != nil || rp.Epoch != 3 {
 		t.Errorf("resume-from annotation %q, want epoch 3", raw)
 	}

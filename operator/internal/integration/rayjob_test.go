@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
@@ -148,8 +148,8 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 			return err
 		}
 		for _, pod := range pods {
-			var req protocol.CheckpointRequest
-			if err := json.Unmarshal([]byte(pod.Annotations[protocol.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id {
+			var req agentv1alpha1.CheckpointRequest
+			if err := json.Unmarshal([]byte(pod.Annotations[agentv1alpha1.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id {
 				return fmt.Errorf("pod %s has no request %s", pod.Name, id)
 			}
 		}
@@ -164,8 +164,8 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 		t.Fatal("RayJob suspended before its pods acknowledged the checkpoint")
 	}
 	for i := range pods {
-		v, _ := json.Marshal(protocol.CheckpointAck{RequestID: id, Epoch: 2, Path: "/ckpt/ray", Time: time.Now()})
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointAck: string(v)}}})
+		v, _ := json.Marshal(agentv1alpha1.CheckpointAck{RequestID: id, Epoch: 2, Path: "/ckpt/ray", Time: time.Now()})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointAck: string(v)}}})
 		if err := k8s.Patch(ctx, &pods[i], client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
@@ -184,8 +184,8 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(low), job); err != nil {
 		t.Fatal(err)
 	}
-	var rp protocol.ResumePoint
-	raw := job.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Annotations[protocol.AnnotationResumeFrom]
+	var rp agentv1alpha1.ResumePoint
+	raw := job.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Annotations[agentv1alpha1.AnnotationResumeFrom]
 	if err := json.Unmarshal([]byte(raw), &rp); err != nil || rp.Epoch != 2 || rp.Path != "/ckpt/ray" {
 		t.Errorf("resume-from annotation %q, want epoch 2 at /ckpt/ray", raw)
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
 	"github.com/pickyman/pickyman/operator/internal/controller"
@@ -74,7 +74,7 @@ func trainPods(ns, job string) ([]corev1.Pod, error) {
 // trainPodsPinned checks that n pods of a TrainJob are live and each is bound to the node
 // its Allocation's placement gives its completion index, one per node, and that they are
 // PickyMan's: its scheduler, the agent's socket, and the resume point want (when not "").
-func trainPodsPinned(ns, job string, n int, want *protocol.ResumePoint) error {
+func trainPodsPinned(ns, job string, n int, want *agentv1alpha1.ResumePoint) error {
 	a, err := kindAllocation("TrainJob", ns, job)
 	if err != nil {
 		return err
@@ -98,14 +98,14 @@ func trainPodsPinned(ns, job string, n int, want *protocol.ResumePoint) error {
 			return fmt.Errorf("two pods of %s on %s", job, node)
 		case p.Spec.SchedulerName != v1alpha1.SchedulerName:
 			return fmt.Errorf("pod %s has scheduler %q", p.Name, p.Spec.SchedulerName)
-		case !hasEnv(&p, protocol.EnvSocket):
-			return fmt.Errorf("pod %s lacks %s", p.Name, protocol.EnvSocket)
+		case !hasEnv(&p, agentv1alpha1.EnvSocket):
+			return fmt.Errorf("pod %s lacks %s", p.Name, agentv1alpha1.EnvSocket)
 		}
 		seen[node] = true
 		if want != nil {
-			var rp protocol.ResumePoint
-			if err := json.Unmarshal([]byte(p.Annotations[protocol.AnnotationResumeFrom]), &rp); err != nil || rp != *want {
-				return fmt.Errorf("pod %s resumes from %q, want %+v", p.Name, p.Annotations[protocol.AnnotationResumeFrom], *want)
+			var rp agentv1alpha1.ResumePoint
+			if err := json.Unmarshal([]byte(p.Annotations[agentv1alpha1.AnnotationResumeFrom]), &rp); err != nil || rp != *want {
+				return fmt.Errorf("pod %s resumes from %q, want %+v", p.Name, p.Annotations[agentv1alpha1.AnnotationResumeFrom], *want)
 			}
 		}
 	}
@@ -154,7 +154,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 	if got := len(controller.GPUsByNode(a.Status.Placement)); got != 2 {
 		t.Errorf("placement %v spans %d nodes, want 2", a.Status.Placement, got)
 	}
-	eventually(t, 20*time.Second, func() error { return trainPodsPinned(ns, "low", 2, &protocol.ResumePoint{}) })
+	eventually(t, 20*time.Second, func() error { return trainPodsPinned(ns, "low", 2, &agentv1alpha1.ResumePoint{}) })
 	// The operator's writes kept the fields the adapter does not model.
 	job := getTrainJob(t, ns, "low")
 	if jobframework.TrainJobIntegration.Wrap(job).IsSuspended() {
@@ -180,8 +180,8 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 			return err
 		}
 		for _, pod := range pods {
-			var req protocol.CheckpointRequest
-			if err := json.Unmarshal([]byte(pod.Annotations[protocol.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id {
+			var req agentv1alpha1.CheckpointRequest
+			if err := json.Unmarshal([]byte(pod.Annotations[agentv1alpha1.AnnotationCheckpointRequest]), &req); err != nil || req.ID != id {
 				return fmt.Errorf("pod %s has no request %s", pod.Name, id)
 			}
 		}
@@ -192,8 +192,8 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 		t.Fatal("TrainJob suspended before its pods acknowledged the checkpoint")
 	}
 	for i := range pods {
-		v, _ := json.Marshal(protocol.CheckpointAck{RequestID: id, Epoch: 2, Path: "/ckpt/train", Time: time.Now()})
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{protocol.AnnotationCheckpointAck: string(v)}}})
+		v, _ := json.Marshal(agentv1alpha1.CheckpointAck{RequestID: id, Epoch: 2, Path: "/ckpt/train", Time: time.Now()})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointAck: string(v)}}})
 		if err := k8s.Patch(ctx, &pods[i], client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 	finishJob(t, ns, "high")
 	waitKindPhase(t, "TrainJob", ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
 	eventually(t, 20*time.Second, func() error {
-		return trainPodsPinned(ns, "low", 2, &protocol.ResumePoint{Epoch: 2, Path: "/ckpt/train"})
+		return trainPodsPinned(ns, "low", 2, &agentv1alpha1.ResumePoint{Epoch: 2, Path: "/ckpt/train"})
 	})
 
 	// Complete, as the Trainer reports its JobSet's completion.

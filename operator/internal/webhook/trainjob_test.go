@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
@@ -45,7 +45,7 @@ func patchedPaths(resp admission.Response) map[string]bool {
 // one suspends it, the validating one names the TrainJob's own fields.
 func TestTrainJobWebhooks(t *testing.T) {
 	s := scheme(t)
-	m := &Mutator{Integration: jobframework.TrainJobIntegration, Decoder: admission.NewDecoder(s), SocketDir: protocol.DefaultSocketDir}
+	m := &Mutator{Integration: jobframework.TrainJobIntegration, Decoder: admission.NewDecoder(s), SocketDir: agentv1alpha1.DefaultSocketDir}
 	resp := m.Handle(context.Background(), rawRequest(t, admissionv1.Create, "ns", utiltesting.MakeTrainJob("j", "ns").Nodes(2).GPUs(8).Obj()))
 	if !resp.Allowed {
 		t.Fatalf("denied: %v", resp.Result)
@@ -109,7 +109,7 @@ func TestTrainJobPodMutator(t *testing.T) {
 		Status:     v1alpha1.AllocationStatus{Phase: v1alpha1.AllocationAdmitted, ResumeEpoch: 3, ResumePath: "/ckpt/train"},
 	}
 	reader := fake.NewClientBuilder().WithScheme(s).WithObjects(managed, unmanaged, alloc).Build()
-	m := &TrainJobPodMutator{Decoder: admission.NewDecoder(s), Reader: reader, SocketDir: protocol.DefaultSocketDir}
+	m := &TrainJobPodMutator{Decoder: admission.NewDecoder(s), Reader: reader, SocketDir: agentv1alpha1.DefaultSocketDir}
 
 	// A node pod of a managed TrainJob becomes PickyMan's.
 	resp := m.Handle(context.Background(), rawRequest(t, admissionv1.Create, "ns", utiltesting.MakeTrainJobPod(managed, 1, 7)))
@@ -134,7 +134,7 @@ func TestTrainJobPodMutator(t *testing.T) {
 				t.Errorf("allocation label %v", p.Value)
 			}
 		case "/metadata/annotations/pickyman.dev~1resume-from":
-			var rp protocol.ResumePoint
+			var rp agentv1alpha1.ResumePoint
 			if err := json.Unmarshal([]byte(p.Value.(string)), &rp); err != nil || rp.Epoch != 3 || rp.Path != "/ckpt/train" {
 				t.Errorf("resume-from %v, want epoch 3 at /ckpt/train", p.Value)
 			}

@@ -12,9 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/operator/internal/controller"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
@@ -71,13 +69,12 @@ func (m *TrainJobPodMutator) Handle(ctx context.Context, req admission.Request) 
 	err = m.Reader.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: allocName}, a)
 	switch {
 	case err == nil && a.Spec.Job.UID == string(obj.GetUID()):
-		b, _ := json.Marshal(protocol.ResumePoint{Epoch: a.Status.ResumeEpoch, Path: a.Status.ResumePath})
-		resume = string(b)
+		resume = jobframework.ResumePoint(a)
 	case err != nil && !apierrors.IsNotFound(err):
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	t := &corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}
-	controller.MutateTemplates(podAsJob{GenericJob: in.Wrap(obj), template: t}, allocName, m.SocketDir, resume)
+	jobframework.MutateTemplates(podAsJob{GenericJob: in.Wrap(obj), template: t}, allocName, m.SocketDir, resume)
 	pod.ObjectMeta, pod.Spec = t.ObjectMeta, t.Spec
 	raw, err := json.Marshal(pod)
 	if err != nil {

@@ -19,10 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/operator/internal/controller"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
@@ -65,10 +64,10 @@ func Setup(mgr ctrl.Manager, conf *configv1.Configuration) {
 	dec := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
 	for _, in := range jobframework.Integrations() {
-		srv.Register(MutatePath(in.GVK), &webhook.Admission{Handler: &Mutator{Integration: in, Decoder: dec, SocketDir: protocol.DefaultSocketDir}})
+		srv.Register(MutatePath(in.GVK), &webhook.Admission{Handler: &Mutator{Integration: in, Decoder: dec, SocketDir: agentv1alpha1.DefaultSocketDir}})
 		srv.Register(ValidatePath(in.GVK), &webhook.Admission{Handler: &Validator{Integration: in, Decoder: dec, Client: mgr.GetClient(), Config: conf}})
 	}
-	srv.Register(MutateTrainJobPodPath, &webhook.Admission{Handler: &TrainJobPodMutator{Decoder: dec, Reader: mgr.GetAPIReader(), SocketDir: protocol.DefaultSocketDir}})
+	srv.Register(MutateTrainJobPodPath, &webhook.Admission{Handler: &TrainJobPodMutator{Decoder: dec, Reader: mgr.GetAPIReader(), SocketDir: agentv1alpha1.DefaultSocketDir}})
 }
 
 // Mutator is the mutating webhook of one job kind.
@@ -91,7 +90,7 @@ func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Res
 	}
 	g := m.Integration.Wrap(obj)
 	g.Suspend(true)
-	controller.MutateTemplates(g, jobframework.AllocationName(m.Integration.GVK.Kind, obj.GetName()), m.SocketDir, "")
+	jobframework.MutateTemplates(g, jobframework.AllocationName(m.Integration.GVK.Kind, obj.GetName()), m.SocketDir, "")
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -212,7 +211,7 @@ func (v *Validator) fitsSomeNode(ctx context.Context, job jobframework.GenericJo
 	if err := v.Client.List(ctx, &nodes); err != nil {
 		return nil, err
 	}
-	view := controller.NodeView{GPUResource: corev1.ResourceName(v.Config.GPUResource), GPUProductLabel: v.Config.GPUProductLabel}
+	view := jobframework.NodeView{GPUResource: corev1.ResourceName(v.Config.GPUResource), GPUProductLabel: v.Config.GPUProductLabel}
 	var errs field.ErrorList
 	for _, s := range sets {
 		best := int32(0)

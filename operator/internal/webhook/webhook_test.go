@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/pickyman/pickyman/agent/pkg/protocol"
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/internal/testing"
@@ -125,7 +125,7 @@ func TestValidateUpdate(t *testing.T) {
 }
 
 func TestMutateCreate(t *testing.T) {
-	m := &Mutator{Integration: jobframework.PyTorchJobIntegration, Decoder: admission.NewDecoder(scheme(t)), SocketDir: protocol.DefaultSocketDir}
+	m := &Mutator{Integration: jobframework.PyTorchJobIntegration, Decoder: admission.NewDecoder(scheme(t)), SocketDir: agentv1alpha1.DefaultSocketDir}
 	job := utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Suspend(false).Obj()
 	resp := m.Handle(context.Background(), request(t, admissionv1.Create, job, nil))
 	if !resp.Allowed {

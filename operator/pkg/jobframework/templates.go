@@ -1,0 +1,125 @@
+package jobframework
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+)
+
+// MutateTemplates makes a job's pod templates PickyMan's: schedulerName pickyman (the binder
+// places the pods), the Allocation label (the operator finds the pods by it), the agent's
+// socket (volume, mount and environment), and, when resume is set, the resume-from
+// annotation. It reports whether anything changed.
+func MutateTemplates(job GenericJob, allocName, socketDir string, resume string) bool {
+	changed := false
+	for _, t := range job.PodTemplates() {
+		if t.Spec.SchedulerName != v1alpha1.SchedulerName {
+			t.Spec.SchedulerName = v1alpha1.SchedulerName
+			changed = true
+		}
+		if t.Labels[v1alpha1.LabelAllocation] != allocName {
+			if t.Labels == nil {
+				t.Labels = map[string]string{}
+			}
+			t.Labels[v1alpha1.LabelAllocation] = allocName
+			changed = true
+		}
+		if resume != "" && t.Annotations[agentv1alpha1.AnnotationResumeFrom] != resume {
+			if t.Annotations == nil {
+				t.Annotations = map[string]string{}
+			}
+			t.Annotations[agentv1alpha1.AnnotationResumeFrom] = resume
+			changed = true
+		}
+		if addAgentSocket(&t.Spec, socketDir) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+const agentVolume = "pickyman-agent"
+
+func addAgentSocket(spec *corev1.PodSpec, dir string) bool {
+	changed := false
+	found := false
+	for _, v := range spec.Volumes {
+		found = found || v.Name == agentVolume
+	}
+	if !found {
+		hp := corev1.HostPathDirectoryOrCreate
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hp}}})
+		changed = true
+	}
+	sock := dir + "/" + agentv1alpha1.SocketName
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		has := false
+		for _, m := range c.VolumeMounts {
+			has = has || m.Name == agentVolume
+		}
+		if !has {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: agentVolume, MountPath: dir})
+			changed = true
+		}
+		hasEnv := false
+		for _, e := range c.Env {
+			hasEnv = hasEnv || e.Name == agentv1alpha1.EnvSocket
+		}
+		if !hasEnv {
+			c.Env = append(c.Env, corev1.EnvVar{Name: agentv1alpha1.EnvSocket, Value: sock})
+			changed = true
+		}
+	}
+	return changed
+}
+
+// ResumePoint is the value of the resume-from annotation for an Allocation.
+func ResumePoint(a *v1alpha1.Allocation) string {
+	rp := agentv1alpha1.ResumePoint{Epoch: a.Status.ResumeEpoch, Path: a.Status.ResumePath}
+	if _, hi, ok := ElasticBounds(a); ok {
+		// An elastic job learns its size and the size its epoch time and schedule refer to
+		// (its reference count, by default its maximum).
+		rp.WorldSize, rp.ReferenceWorldSize = PodCount(a.Spec.PodSets), hi
+		if e := a.Spec.Elastic; e.ReferenceCount > 0 {
+			rp.ReferenceWorldSize = hi - e.MaxCount + e.ReferenceCount
+		}
+	}
+	b, _ := json.Marshal(rp)
+	return string(b)
+}
+
+// PodCount is the number of pods of a gang.
+func PodCount(sets []v1alpha1.PodSet) int32 {
+	var n int32
+	for _, s := range sets {
+		n += s.Count
+	}
+	return n
+}
+
+// ElasticBounds returns an elastic Allocation's bounds in gang workers (all pods: the
+// elastic pod set's bounds plus the other pod sets' fixed counts).
+func ElasticBounds(a *v1alpha1.Allocation) (lo, hi int32, ok bool) {
+	e := a.Spec.Elastic
+	if e == nil || e.MaxCount <= e.MinCount {
+		return 0, 0, false
+	}
+	fixed := int32(0)
+	found := false
+	for _, s := range a.Spec.PodSets {
+		if s.Name == e.PodSet {
+			found = true
+			continue
+		}
+		fixed += s.Count
+	}
+	if !found {
+		return 0, 0, false
+	}
+	return fixed + e.MinCount, fixed + e.MaxCount, true
+}
