@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/pickyman/pickyman/internal/installer"
+	"github.com/pickyman/pickyman/config/installer"
 )
 
 func main() {

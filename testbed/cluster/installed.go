@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
-	"github.com/pickyman/pickyman/internal/installer"
+	"github.com/pickyman/pickyman/config/installer"
 )
 
 // PickyMan installed on the testbed: the operator (a Deployment of two replicas) and the

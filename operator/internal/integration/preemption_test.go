@@ -17,7 +17,7 @@ import (
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	utiltesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 )
 
 // startVictim fills two 8-GPU nodes with a low-priority job, then submits a high-priority

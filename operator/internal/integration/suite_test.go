@@ -29,7 +29,7 @@ import (
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	utiltesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/internal/setup"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
-	utiltesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 )
 
 const (

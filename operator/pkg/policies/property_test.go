@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	ut "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
@@ -45,7 +45,7 @@ func TestDecisionsAreValidAndDeterministic(t *testing.T) {
 			var starts, preemptions int
 			for seed := uint64(0); seed < iterations; seed++ {
 				r := rand.New(rand.NewPCG(seed, 7))
-				s := ut.RandomSnapshot(seed, ut.SmallRandom(r))
+				s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
 				d := newPolicy(t, c.policy, c.params).Schedule(s)
 				if err := sched.Validate(s, d); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
@@ -102,7 +102,7 @@ func TestVictimSetsAreMinimal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for seed := uint64(0); seed < iterations; seed++ {
 				r := rand.New(rand.NewPCG(seed, 9))
-				s := ut.RandomSnapshot(seed, ut.SmallRandom(r))
+				s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
 				d := newPolicy(t, name, nil).Schedule(s)
 				checkMinimal(t, seed, s, d, ok)
 			}
@@ -167,7 +167,7 @@ func checkMinimal(t *testing.T, seed uint64, s *sched.Snapshot, d sched.Decision
 					}
 				}
 			}
-			if ut.FitsBrute(s, f, q) {
+			if utiltesting.FitsBrute(s, f, q) {
 				t.Fatalf("seed %d: victim %s of %s is not needed", seed, vs[skip].ID, q.ID)
 			}
 		}
@@ -177,7 +177,7 @@ func checkMinimal(t *testing.T, seed uint64, s *sched.Snapshot, d sched.Decision
 // BenchmarkSchedule measures one cycle of each baseline on 300 nodes x 8 GPUs with 2,000
 // running and 5,000 queued jobs.
 func BenchmarkSchedule(b *testing.B) {
-	s := ut.RandomSnapshot(1, ut.RandomConfig{Nodes: 300, GPUsPerNode: 8, Running: 2000, Queued: 5000, Suspending: 0.02})
+	s := utiltesting.RandomSnapshot(1, utiltesting.RandomConfig{Nodes: 300, GPUsPerNode: 8, Running: 2000, Queued: 5000, Suspending: 0.02})
 	for _, name := range baselines {
 		b.Run(name, func(b *testing.B) {
 			p := newPolicy(b, name, nil)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	ut "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -24,7 +24,7 @@ func TestResizeHelpers(t *testing.T) {
 	if diff := cmp.Diff([]sched.Slot{slot("a", 4, 8), slot("b", 2, 4), slot("c", 1, 2)}, sched.Union(old, target)); diff != "" {
 		t.Errorf("Union (-want +got):\n%s", diff)
 	}
-	j := ut.MakeJob("e").GPUs(6, 2).Suspending(sched.SuspendBoundary, "q", "a", "a", "a", "a", "b", "b").Obj()
+	j := utiltesting.MakeJob("e").GPUs(6, 2).Suspending(sched.SuspendBoundary, "q", "a", "a", "a", "a", "b", "b").Obj()
 	j.Suspend.Resize = target
 	if got := sched.FreedOn(j, "a"); got != 4 {
 		t.Errorf("FreedOn(a) = %d, want 4 (8 held, 4 kept)", got)
@@ -35,7 +35,7 @@ func TestResizeHelpers(t *testing.T) {
 }
 
 func TestCheckShapeElastic(t *testing.T) {
-	e := ut.MakeJob("e").GPUs(4, 2).Elastic(2, 8).Obj()
+	e := utiltesting.MakeJob("e").GPUs(4, 2).Elastic(2, 8).Obj()
 	for workers, ok := range map[int32]bool{1: false, 2: true, 4: true, 8: true, 9: false} {
 		err := sched.CheckShape(e, []sched.Slot{slot("a", workers, 2*workers)})
 		if (err == nil) != ok {
@@ -49,14 +49,14 @@ func TestCheckShapeElastic(t *testing.T) {
 
 func TestValidateResize(t *testing.T) {
 	nodes := []sched.Node{
-		ut.MakeNode("a", 8).Used(8).Obj(),
-		ut.MakeNode("b", 8).Used(4).Obj(),
+		utiltesting.MakeNode("a", 8).Used(8).Obj(),
+		utiltesting.MakeNode("b", 8).Used(4).Obj(),
 	}
 	// e: 4 workers of 2 GPUs on a, elastic 2..8; r: rigid, 4 GPUs on b; q waits for 4.
-	e := ut.MakeJob("e").GPUs(4, 2).Elastic(2, 8).Running("a", "a", "a", "a").Obj()
-	r := ut.MakeJob("r").GPUs(1, 4).Running("b").Obj()
-	q := ut.MakeJob("q").GPUs(1, 4).Obj()
-	s := ut.MakeSnapshot(ut.Epoch).Nodes(nodes...).Jobs(e, r, q).Obj()
+	e := utiltesting.MakeJob("e").GPUs(4, 2).Elastic(2, 8).Running("a", "a", "a", "a").Obj()
+	r := utiltesting.MakeJob("r").GPUs(1, 4).Running("b").Obj()
+	q := utiltesting.MakeJob("q").GPUs(1, 4).Obj()
+	s := utiltesting.MakeSnapshot(utiltesting.Epoch).Nodes(nodes...).Jobs(e, r, q).Obj()
 	shrink := sched.Preemption{JobID: "e", Mode: sched.SuspendBoundary, For: "q", Resize: []sched.Slot{slot("a", 2, 4)}}
 	reserveA := sched.Reservation{JobID: "q", Placement: []sched.Slot{slot("a", 1, 4)}}
 	cases := map[string]validateCase{
@@ -107,15 +107,15 @@ func TestValidateResize(t *testing.T) {
 // A job suspending for a resize holds its kept GPUs through the resize: a reservation on
 // them for another job over-commits, one on the GPUs it gives back does not.
 func TestIndexHoldResizing(t *testing.T) {
-	e := ut.MakeJob("e").GPUs(4, 2).Elastic(2, 8).Suspending(sched.SuspendBoundary, "q", "a", "a", "a", "a").Obj()
+	e := utiltesting.MakeJob("e").GPUs(4, 2).Elastic(2, 8).Suspending(sched.SuspendBoundary, "q", "a", "a", "a", "a").Obj()
 	e.Suspend.Resize = []sched.Slot{slot("a", 2, 4)}
-	q := ut.MakeJob("q").GPUs(1, 4).Reserved("a").Obj()
-	s := ut.MakeSnapshot(ut.Epoch).Nodes(ut.MakeNode("a", 8).Used(8).Obj()).Jobs(e, q).Obj()
+	q := utiltesting.MakeJob("q").GPUs(1, 4).Reserved("a").Obj()
+	s := utiltesting.MakeSnapshot(utiltesting.Epoch).Nodes(utiltesting.MakeNode("a", 8).Used(8).Obj()).Jobs(e, q).Obj()
 	ix := sched.NewIndex(s)
 	if h := ix.Hold(q); len(h) != 0 {
 		t.Errorf("Hold(q) = %v, want nothing held: e gives back the 4 GPUs q reserved", h)
 	}
-	q2 := ut.MakeJob("q").GPUs(1, 6).Obj()
+	q2 := utiltesting.MakeJob("q").GPUs(1, 6).Obj()
 	q2.Reserved = []sched.Slot{slot("a", 1, 6)}
 	s.Jobs[1] = q2
 	if h := sched.NewIndex(s).Hold(q2); sched.PlacementGPUs(h) != 2 {

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	ut "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -25,7 +25,7 @@ func freeBrute(s *sched.Snapshot) map[string]int32 {
 func TestRandomSnapshotsAreConsistent(t *testing.T) {
 	for seed := uint64(0); seed < propertyIterations; seed++ {
 		r := rand.New(rand.NewPCG(seed, 1))
-		s := ut.RandomSnapshot(seed, ut.SmallRandom(r))
+		s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
 		if err := sched.Validate(s, sched.Decisions{}); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -40,7 +40,7 @@ func TestRandomSnapshotsAreConsistent(t *testing.T) {
 func TestPlaceGangProperties(t *testing.T) {
 	for seed := uint64(0); seed < propertyIterations; seed++ {
 		r := rand.New(rand.NewPCG(seed, 2))
-		s := ut.RandomSnapshot(seed, ut.SmallRandom(r))
+		s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
 		free := freeBrute(s)
 		view := sched.NewView(s, nil)
 		for _, j := range s.Jobs {
@@ -48,7 +48,7 @@ func TestPlaceGangProperties(t *testing.T) {
 				continue
 			}
 			pl, ok := view.PlaceGang(j)
-			if want := ut.FitsBrute(s, free, j); ok != want {
+			if want := utiltesting.FitsBrute(s, free, j); ok != want {
 				t.Fatalf("seed %d job %s %dx%d: PlaceGang ok = %v, brute force says %v", seed, j.ID, j.Workers, j.GPUsPerWorker, ok, want)
 			}
 			if !ok {
@@ -72,7 +72,7 @@ func TestPlaceGangProperties(t *testing.T) {
 func TestFindVictimsMinimal(t *testing.T) {
 	for seed := uint64(0); seed < propertyIterations; seed++ {
 		r := rand.New(rand.NewPCG(seed, 3))
-		s := ut.RandomSnapshot(seed, ut.SmallRandom(r))
+		s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
 		ix := sched.NewIndex(s)
 		view := sched.NewView(s, ix)
 		for _, q := range ix.Queued {
@@ -104,7 +104,7 @@ func TestFindVictimsMinimal(t *testing.T) {
 						free[sl.Node] += sl.GPUs
 					}
 				}
-				if ut.FitsBrute(s, free, q) {
+				if utiltesting.FitsBrute(s, free, q) {
 					t.Fatalf("seed %d: victim %s of %s is not needed", seed, victims[skip].ID, q.ID)
 				}
 			}
@@ -113,7 +113,7 @@ func TestFindVictimsMinimal(t *testing.T) {
 }
 
 func BenchmarkPlaceGang(b *testing.B) {
-	s := ut.RandomSnapshot(1, ut.RandomConfig{Nodes: 300, GPUsPerNode: 8, Running: 2000, Queued: 5000})
+	s := utiltesting.RandomSnapshot(1, utiltesting.RandomConfig{Nodes: 300, GPUsPerNode: 8, Running: 2000, Queued: 5000})
 	ix := sched.NewIndex(s)
 	view := sched.NewView(s, ix)
 	queued := ix.Queued

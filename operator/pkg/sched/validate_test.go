@@ -4,24 +4,24 @@ import (
 	"strings"
 	"testing"
 
-	ut "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 func TestValidate(t *testing.T) {
 	nodes := []sched.Node{
-		ut.MakeNode("a", 8).Model("V100").Obj(),
-		ut.MakeNode("b", 8).Model("V100").Obj(),
-		ut.MakeNode("c", 8).Model("A100").Unschedulable().Obj(),
+		utiltesting.MakeNode("a", 8).Model("V100").Obj(),
+		utiltesting.MakeNode("b", 8).Model("V100").Obj(),
+		utiltesting.MakeNode("c", 8).Model("A100").Unschedulable().Obj(),
 	}
-	run := ut.MakeJob("run").GPUs(1, 4).Running("a").Obj()
-	susp := ut.MakeJob("susp").GPUs(1, 4).Suspending(sched.SuspendNow, "res", "a").Obj()
+	run := utiltesting.MakeJob("run").GPUs(1, 4).Running("a").Obj()
+	susp := utiltesting.MakeJob("susp").GPUs(1, 4).Suspending(sched.SuspendNow, "res", "a").Obj()
 	// a is full (run and susp); res holds all of b, susp is nominally freeing for res.
-	res := ut.MakeJob("res").GPUs(1, 8).Reserved("b").Obj()
-	q1 := ut.MakeJob("q1").GPUs(1, 8).Obj()
-	q2 := ut.MakeJob("q2").GPUs(2, 4).GPUModel("V100").Obj()
-	q3 := ut.MakeJob("q3").GPUs(1, 4).Obj()
-	s := ut.MakeSnapshot(ut.Epoch).Nodes(nodes...).Jobs(run, susp, res, q1, q2, q3).Obj()
+	res := utiltesting.MakeJob("res").GPUs(1, 8).Reserved("b").Obj()
+	q1 := utiltesting.MakeJob("q1").GPUs(1, 8).Obj()
+	q2 := utiltesting.MakeJob("q2").GPUs(2, 4).GPUModel("V100").Obj()
+	q3 := utiltesting.MakeJob("q3").GPUs(1, 4).Obj()
+	s := utiltesting.MakeSnapshot(utiltesting.Epoch).Nodes(nodes...).Jobs(run, susp, res, q1, q2, q3).Obj()
 
 	slot := func(n string, w, g int32) sched.Slot { return sched.Slot{Node: n, Workers: w, GPUs: g} }
 	cases := map[string]validateCase{
@@ -125,8 +125,8 @@ func runValidateCases(t *testing.T, s *sched.Snapshot, cases map[string]validate
 func TestValidateToleratesOvercommittedSnapshot(t *testing.T) {
 	// The snapshot itself promises 12 GPUs on a; deciding nothing there is not an error,
 	// adding to it is.
-	s := ut.MakeSnapshot(ut.Epoch).Nodes(ut.MakeNode("a", 8).Used(12).Obj(), ut.MakeNode("b", 8).Obj()).KeepUsed().
-		Jobs(ut.MakeJob("q").GPUs(1, 1).Obj()).Obj()
+	s := utiltesting.MakeSnapshot(utiltesting.Epoch).Nodes(utiltesting.MakeNode("a", 8).Used(12).Obj(), utiltesting.MakeNode("b", 8).Obj()).KeepUsed().
+		Jobs(utiltesting.MakeJob("q").GPUs(1, 1).Obj()).Obj()
 	if err := sched.Validate(s, sched.Decisions{}); err != nil {
 		t.Errorf("Validate(nothing) = %v", err)
 	}

@@ -7,14 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	ut "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/policies/kueue"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 func TestSchedule(t *testing.T) {
-	a8, b8 := ut.MakeNode("a", 8).Obj(), ut.MakeNode("b", 8).Obj()
-	at := func(m int) time.Time { return ut.At(time.Duration(m) * time.Minute) }
+	a8, b8 := utiltesting.MakeNode("a", 8).Obj(), utiltesting.MakeNode("b", 8).Obj()
+	at := func(m int) time.Time { return utiltesting.At(time.Duration(m) * time.Minute) }
 	slot := func(n string, w, g int32) []sched.Slot { return []sched.Slot{{Node: n, Workers: w, GPUs: g}} }
 	preempt := func(id, forID string) sched.Preemption {
 		return sched.Preemption{JobID: id, Mode: sched.SuspendNow, For: forID, Reason: kueue.Reason}
@@ -27,9 +27,9 @@ func TestSchedule(t *testing.T) {
 		"priority, then submit time": {
 			nodes: []sched.Node{a8},
 			jobs: []*sched.Job{
-				ut.MakeJob("low").GPUs(1, 4).Priority(0).Submit(at(1)).Obj(),
-				ut.MakeJob("high-late").GPUs(1, 4).Priority(5).Submit(at(3)).Obj(),
-				ut.MakeJob("high-early").GPUs(1, 4).Priority(5).Submit(at(2)).Obj(),
+				utiltesting.MakeJob("low").GPUs(1, 4).Priority(0).Submit(at(1)).Obj(),
+				utiltesting.MakeJob("high-late").GPUs(1, 4).Priority(5).Submit(at(3)).Obj(),
+				utiltesting.MakeJob("high-early").GPUs(1, 4).Priority(5).Submit(at(2)).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{
 				{JobID: "high-early", Placement: slot("a", 1, 4)},
@@ -39,9 +39,9 @@ func TestSchedule(t *testing.T) {
 		"lowest priority, most recently admitted victim": {
 			nodes: []sched.Node{a8},
 			jobs: []*sched.Job{
-				ut.MakeJob("old").GPUs(1, 4).Priority(0).Started(at(1)).Running("a").Obj(),
-				ut.MakeJob("new").GPUs(1, 4).Priority(0).Started(at(2)).Running("a").Obj(),
-				ut.MakeJob("q").GPUs(1, 4).Priority(2).Obj(),
+				utiltesting.MakeJob("old").GPUs(1, 4).Priority(0).Started(at(1)).Running("a").Obj(),
+				utiltesting.MakeJob("new").GPUs(1, 4).Priority(0).Started(at(2)).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 4).Priority(2).Obj(),
 			},
 			want: sched.Decisions{
 				Preemptions:  []sched.Preemption{preempt("new", "q")},
@@ -51,8 +51,8 @@ func TestSchedule(t *testing.T) {
 		"only strictly lower priorities": {
 			nodes: []sched.Node{a8},
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Priority(1).Running("a").Obj(),
-				ut.MakeJob("q").GPUs(1, 8).Priority(1).Obj(),
+				utiltesting.MakeJob("r").GPUs(1, 8).Priority(1).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 8).Priority(1).Obj(),
 			},
 		},
 		"unneeded victims are dropped": {
@@ -60,10 +60,10 @@ func TestSchedule(t *testing.T) {
 			// frees 2 GPUs on b, where r2 (priority 2) keeps the rest; r1 frees a, enough.
 			nodes: []sched.Node{a8, b8},
 			jobs: []*sched.Job{
-				ut.MakeJob("r0").GPUs(1, 2).Priority(0).Running("b").Obj(),
-				ut.MakeJob("r2").GPUs(1, 6).Priority(2).Running("b").Obj(),
-				ut.MakeJob("r1").GPUs(1, 8).Priority(1).Running("a").Obj(),
-				ut.MakeJob("q").GPUs(1, 8).Priority(2).Obj(),
+				utiltesting.MakeJob("r0").GPUs(1, 2).Priority(0).Running("b").Obj(),
+				utiltesting.MakeJob("r2").GPUs(1, 6).Priority(2).Running("b").Obj(),
+				utiltesting.MakeJob("r1").GPUs(1, 8).Priority(1).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 8).Priority(2).Obj(),
 			},
 			want: sched.Decisions{
 				Preemptions:  []sched.Preemption{preempt("r1", "q")},
@@ -73,9 +73,9 @@ func TestSchedule(t *testing.T) {
 		"a gang takes several victims": {
 			nodes: []sched.Node{a8, b8},
 			jobs: []*sched.Job{
-				ut.MakeJob("ra").GPUs(1, 8).Priority(0).Running("a").Obj(),
-				ut.MakeJob("rb").GPUs(1, 8).Priority(0).Running("b").Obj(),
-				ut.MakeJob("q").GPUs(2, 8).Priority(1).Obj(),
+				utiltesting.MakeJob("ra").GPUs(1, 8).Priority(0).Running("a").Obj(),
+				utiltesting.MakeJob("rb").GPUs(1, 8).Priority(0).Running("b").Obj(),
+				utiltesting.MakeJob("q").GPUs(2, 8).Priority(1).Obj(),
 			},
 			want: sched.Decisions{
 				Preemptions: []sched.Preemption{preempt("ra", "q"), preempt("rb", "q")},
@@ -87,7 +87,7 @@ func TestSchedule(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := ut.MakeSnapshot(ut.At(time.Hour)).Nodes(tc.nodes...).Jobs(tc.jobs...).Obj()
+			s := utiltesting.MakeSnapshot(utiltesting.At(time.Hour)).Nodes(tc.nodes...).Jobs(tc.jobs...).Obj()
 			got := kueue.New().Schedule(s)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Schedule (-want +got):\n%s", diff)

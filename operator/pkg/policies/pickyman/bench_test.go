@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	itesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -14,7 +14,7 @@ import (
 // the process CPU time per decision (cpu-ns/op), which stays meaningful on a shared,
 // oversubscribed machine where wall time is not.
 func BenchmarkSchedule(b *testing.B) {
-	s := itesting.RandomSnapshot(42, itesting.RandomConfig{
+	s := utiltesting.RandomSnapshot(42, utiltesting.RandomConfig{
 		Nodes: 2000, GPUsPerNode: 8, Models: []string{"A100", "V100"},
 		Running: 10120, Queued: 5000, Suspending: 0.01,
 	})

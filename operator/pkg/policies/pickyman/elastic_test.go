@@ -9,14 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	itesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 // elasticJob makes a running elastic job of workers 1-GPU workers (elastic lo..hi) on the
 // named nodes (one name per worker), 2 of 20 one-hour epochs done, into the third.
 func elasticJob(id string, lo, hi int32, into time.Duration, nodes ...string) *sched.Job {
-	w := itesting.MakeJob(id).GPUs(int32(len(nodes)), 1).Elastic(lo, hi).Model("resnet50").Started(now.Add(-24 * time.Hour)).Running(nodes...)
+	w := utiltesting.MakeJob(id).GPUs(int32(len(nodes)), 1).Elastic(lo, hi).Model("resnet50").Started(now.Add(-24 * time.Hour)).Running(nodes...)
 	w.Epochs, w.EpochsDone, w.EpochTime, w.SinceCheckpoint = 20, 2, time.Hour, into
 	w.WarmUntil = w.LastStart.Add(time.Minute)
 	w.CheckpointBytes = 1e9
@@ -31,7 +31,7 @@ func slots(node string, workers int32) []sched.Slot {
 func TestScheduleElastic(t *testing.T) {
 	const h = time.Hour
 	eight := []string{"a", "a", "a", "a", "a", "a", "a", "a"}
-	node := itesting.MakeNode("a", 8).Obj()
+	node := utiltesting.MakeNode("a", 8).Obj()
 	tests := map[string]struct {
 		opts func(*Options)
 		jobs []*sched.Job
@@ -103,7 +103,7 @@ func TestScheduleElastic(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&o)
 			}
-			s := itesting.MakeSnapshot(now).Nodes(node).Jobs(tc.jobs...).Obj()
+			s := utiltesting.MakeSnapshot(now).Nodes(node).Jobs(tc.jobs...).Obj()
 			d := New(o).Schedule(s)
 			if err := sched.Validate(s, d); err != nil {
 				t.Fatalf("invalid decisions: %v", err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	itesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -34,7 +34,7 @@ func goldenCases() []goldenCase {
 	}
 	for seed := uint64(1); seed <= 6; seed++ {
 		cs = append(cs, goldenCase{fmt.Sprintf("mid-%d", seed), func() *sched.Snapshot {
-			s := itesting.RandomSnapshot(seed, itesting.RandomConfig{
+			s := utiltesting.RandomSnapshot(seed, utiltesting.RandomConfig{
 				Nodes: 120, GPUsPerNode: 8, Models: []string{"A100", "V100"},
 				Running: 700, Queued: 400, Unschedulable: 0.05, Suspending: 0.02,
 			})
@@ -49,7 +49,7 @@ func goldenCases() []goldenCase {
 // benchSnapshot is BenchmarkSchedule's snapshot: 10,000+ running and 5,000 waiting jobs
 // on 2,000 nodes of 8 GPUs.
 func benchSnapshot() *sched.Snapshot {
-	s := itesting.RandomSnapshot(42, itesting.RandomConfig{
+	s := utiltesting.RandomSnapshot(42, utiltesting.RandomConfig{
 		Nodes: 2000, GPUsPerNode: 8, Models: []string{"A100", "V100"},
 		Running: 10120, Queued: 5000, Suspending: 0.01,
 	})

@@ -5,17 +5,17 @@ import (
 	"math/rand/v2"
 	"time"
 
-	itesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 // now is the time of the table tests' snapshots.
-var now = itesting.At(100 * time.Hour)
+var now = utiltesting.At(100 * time.Hour)
 
 // epochJob makes a running job of one worker with gpus GPUs on node whose epoch time is
 // observed: epochs epochs of epoch, done of them finished, into the current one.
-func epochJob(id, node string, gpus int32, epoch time.Duration, epochs, done int32, into time.Duration) *itesting.JobWrapper {
-	w := itesting.MakeJob(id).GPUs(1, gpus).Model("resnet50").Started(now.Add(-24 * time.Hour)).Running(node)
+func epochJob(id, node string, gpus int32, epoch time.Duration, epochs, done int32, into time.Duration) *utiltesting.JobWrapper {
+	w := utiltesting.MakeJob(id).GPUs(1, gpus).Model("resnet50").Started(now.Add(-24 * time.Hour)).Running(node)
 	w.Epochs, w.EpochsDone, w.EpochTime, w.SinceCheckpoint = epochs, done, epoch, into
 	w.WarmUntil = w.LastStart.Add(time.Minute)
 	w.CheckpointBytes = 1e9
@@ -24,8 +24,8 @@ func epochJob(id, node string, gpus int32, epoch time.Duration, epochs, done int
 }
 
 // waitingJob makes a queued job with a declared run time.
-func waitingJob(id string, workers, per int32, run time.Duration) *itesting.JobWrapper {
-	w := itesting.MakeJob(id).GPUs(workers, per).Model("bert").Submit(now.Add(-2 * time.Hour))
+func waitingJob(id string, workers, per int32, run time.Duration) *utiltesting.JobWrapper {
+	w := utiltesting.MakeJob(id).GPUs(workers, per).Model("bert").Submit(now.Add(-2 * time.Hour))
 	w.Epochs = 10
 	w.UserEstimate = run
 	return w

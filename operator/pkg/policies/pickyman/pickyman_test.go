@@ -6,13 +6,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	itesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 func TestSchedule(t *testing.T) {
 	const h = time.Hour
-	node := func(n string) sched.Node { return itesting.MakeNode(n, 4).Obj() }
+	node := func(n string) sched.Node { return utiltesting.MakeNode(n, 4).Obj() }
 	tests := map[string]struct {
 		opts  func(*Options)
 		nodes []sched.Node
@@ -193,7 +193,7 @@ func TestSchedule(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := itesting.MakeSnapshot(now).Nodes(tc.nodes...).Jobs(tc.jobs...).Obj()
+			s := utiltesting.MakeSnapshot(now).Nodes(tc.nodes...).Jobs(tc.jobs...).Obj()
 			o := DefaultOptions()
 			if tc.opts != nil {
 				tc.opts(&o)
@@ -253,7 +253,7 @@ func TestFromParams(t *testing.T) {
 func TestUnchangedCycleSkipped(t *testing.T) {
 	const h = time.Hour
 	mk := func(at time.Time) *sched.Snapshot {
-		return itesting.MakeSnapshot(at).Nodes(itesting.MakeNode("a", 4).Obj()).Jobs(
+		return utiltesting.MakeSnapshot(at).Nodes(utiltesting.MakeNode("a", 4).Obj()).Jobs(
 			epochJob("long", "a", 4, h, 20, 2, 5*time.Minute).Obj(),
 			waitingJob("short", 1, 4, 10*time.Minute).Obj(),
 		).Obj()

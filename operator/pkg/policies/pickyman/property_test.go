@@ -7,16 +7,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	itesting "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 // randomCase makes a random snapshot with the fields the policy reads.
 func randomCase(seed uint64) *sched.Snapshot {
 	r := rand.New(rand.NewPCG(seed, 1))
-	cfg := itesting.SmallRandom(r)
+	cfg := utiltesting.SmallRandom(r)
 	cfg.Running = 5 + r.IntN(40)
-	s := itesting.RandomSnapshot(seed, cfg)
+	s := utiltesting.RandomSnapshot(seed, cfg)
 	enrich(s, seed)
 	return s
 }
@@ -121,7 +121,7 @@ func TestMinimalGroups(t *testing.T) {
 		}
 		q.UserEstimate = 1 // as short as it gets, so a group pays whenever one exists
 		jobs = append(jobs, q)
-		s2 := itesting.MakeSnapshot(s.Now).Nodes(s.Nodes...).Jobs(jobs...).Obj()
+		s2 := utiltesting.MakeSnapshot(s.Now).Nodes(s.Nodes...).Jobs(jobs...).Obj()
 		o := DefaultOptions()
 		o.Protect = 0
 		o.Budget = 1 << 30

@@ -7,13 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	ut "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/policies/sjf"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 func TestSchedule(t *testing.T) {
-	a8 := ut.MakeNode("a", 8).Obj()
+	a8 := utiltesting.MakeNode("a", 8).Obj()
 	slot := func(n string, w, g int32) []sched.Slot { return []sched.Slot{{Node: n, Workers: w, GPUs: g}} }
 	cases := map[string]struct {
 		jobs []*sched.Job
@@ -21,9 +21,9 @@ func TestSchedule(t *testing.T) {
 	}{
 		"shortest service first": {
 			jobs: []*sched.Job{
-				ut.MakeJob("3h").GPUs(1, 4).Oracle(3*time.Hour, 3*time.Hour).Obj(),
-				ut.MakeJob("1h").GPUs(1, 4).Oracle(time.Hour, time.Hour).Obj(),
-				ut.MakeJob("2h").GPUs(1, 4).Oracle(2*time.Hour, 2*time.Hour).Obj(),
+				utiltesting.MakeJob("3h").GPUs(1, 4).Oracle(3*time.Hour, 3*time.Hour).Obj(),
+				utiltesting.MakeJob("1h").GPUs(1, 4).Oracle(time.Hour, time.Hour).Obj(),
+				utiltesting.MakeJob("2h").GPUs(1, 4).Oracle(2*time.Hour, 2*time.Hour).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{
 				{JobID: "1h", Placement: slot("a", 1, 4)},
@@ -32,29 +32,29 @@ func TestSchedule(t *testing.T) {
 		},
 		"a short job that does not fit does not block": {
 			jobs: []*sched.Job{
-				ut.MakeJob("x").GPUs(1, 4).Running("a").Obj(),
-				ut.MakeJob("short-big").GPUs(1, 8).Oracle(time.Minute, time.Minute).Obj(),
-				ut.MakeJob("long-small").GPUs(1, 2).Oracle(time.Hour, time.Hour).Obj(),
+				utiltesting.MakeJob("x").GPUs(1, 4).Running("a").Obj(),
+				utiltesting.MakeJob("short-big").GPUs(1, 8).Oracle(time.Minute, time.Minute).Obj(),
+				utiltesting.MakeJob("long-small").GPUs(1, 2).Oracle(time.Hour, time.Hour).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{{JobID: "long-small", Placement: slot("a", 1, 2)}}},
 		},
 		"no preemption": {
 			jobs: []*sched.Job{
-				ut.MakeJob("x").GPUs(1, 8).Oracle(9*time.Hour, 9*time.Hour).Running("a").Obj(),
-				ut.MakeJob("short").GPUs(1, 8).Oracle(time.Minute, time.Minute).Obj(),
+				utiltesting.MakeJob("x").GPUs(1, 8).Oracle(9*time.Hour, 9*time.Hour).Running("a").Obj(),
+				utiltesting.MakeJob("short").GPUs(1, 8).Oracle(time.Minute, time.Minute).Obj(),
 			},
 		},
 		"unknown service sorts last": {
 			jobs: []*sched.Job{
-				ut.MakeJob("unknown").GPUs(1, 8).Obj(),
-				ut.MakeJob("known").GPUs(1, 8).Oracle(9*time.Hour, 9*time.Hour).Obj(),
+				utiltesting.MakeJob("unknown").GPUs(1, 8).Obj(),
+				utiltesting.MakeJob("known").GPUs(1, 8).Oracle(9*time.Hour, 9*time.Hour).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{{JobID: "known", Placement: slot("a", 1, 8)}}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := ut.MakeSnapshot(ut.At(time.Hour)).Nodes(a8).Jobs(tc.jobs...).Obj()
+			s := utiltesting.MakeSnapshot(utiltesting.At(time.Hour)).Nodes(a8).Jobs(tc.jobs...).Obj()
 			got := sjf.New().Schedule(s)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Schedule (-want +got):\n%s", diff)

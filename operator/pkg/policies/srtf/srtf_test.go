@@ -7,13 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	ut "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/policies/srtf"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 func TestSchedule(t *testing.T) {
-	a8, b8 := ut.MakeNode("a", 8).Obj(), ut.MakeNode("b", 8).Obj()
+	a8, b8 := utiltesting.MakeNode("a", 8).Obj(), utiltesting.MakeNode("b", 8).Obj()
 	h := func(n int) time.Duration { return time.Duration(n) * time.Hour }
 	slot := func(n string, w, g int32) []sched.Slot { return []sched.Slot{{Node: n, Workers: w, GPUs: g}} }
 	preempt := func(id, forID string) sched.Preemption {
@@ -27,17 +27,17 @@ func TestSchedule(t *testing.T) {
 		"free GPUs first": {
 			nodes: []sched.Node{a8, b8},
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Oracle(h(20), h(10)).Running("a").Obj(),
-				ut.MakeJob("q").GPUs(1, 8).Oracle(h(1), h(1)).Obj(),
+				utiltesting.MakeJob("r").GPUs(1, 8).Oracle(h(20), h(10)).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 8).Oracle(h(1), h(1)).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{{JobID: "q", Placement: slot("b", 1, 8)}}},
 		},
 		"preempt the longest remaining": {
 			nodes: []sched.Node{a8},
 			jobs: []*sched.Job{
-				ut.MakeJob("r10").GPUs(1, 4).Oracle(h(20), h(10)).Running("a").Obj(),
-				ut.MakeJob("r5").GPUs(1, 4).Oracle(h(20), h(5)).Running("a").Obj(),
-				ut.MakeJob("q").GPUs(1, 4).Oracle(h(1), h(1)).Obj(),
+				utiltesting.MakeJob("r10").GPUs(1, 4).Oracle(h(20), h(10)).Running("a").Obj(),
+				utiltesting.MakeJob("r5").GPUs(1, 4).Oracle(h(20), h(5)).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 4).Oracle(h(1), h(1)).Obj(),
 			},
 			want: sched.Decisions{
 				Preemptions:  []sched.Preemption{preempt("r10", "q")},
@@ -47,17 +47,17 @@ func TestSchedule(t *testing.T) {
 		"only longer jobs are victims": {
 			nodes: []sched.Node{a8},
 			jobs: []*sched.Job{
-				ut.MakeJob("r10").GPUs(1, 4).Oracle(h(20), h(10)).Running("a").Obj(),
-				ut.MakeJob("r5").GPUs(1, 4).Oracle(h(20), h(5)).Running("a").Obj(),
-				ut.MakeJob("q").GPUs(1, 8).Oracle(h(7), h(7)).Obj(),
+				utiltesting.MakeJob("r10").GPUs(1, 4).Oracle(h(20), h(10)).Running("a").Obj(),
+				utiltesting.MakeJob("r5").GPUs(1, 4).Oracle(h(20), h(5)).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 8).Oracle(h(7), h(7)).Obj(),
 			},
 		},
 		"shortest queued job preempts first": {
 			nodes: []sched.Node{a8},
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Oracle(h(20), h(10)).Running("a").Obj(),
-				ut.MakeJob("q2").GPUs(1, 8).Oracle(h(2), h(2)).Obj(),
-				ut.MakeJob("q1").GPUs(1, 8).Oracle(h(1), h(1)).Obj(),
+				utiltesting.MakeJob("r").GPUs(1, 8).Oracle(h(20), h(10)).Running("a").Obj(),
+				utiltesting.MakeJob("q2").GPUs(1, 8).Oracle(h(2), h(2)).Obj(),
+				utiltesting.MakeJob("q1").GPUs(1, 8).Oracle(h(1), h(1)).Obj(),
 			},
 			want: sched.Decisions{
 				Preemptions:  []sched.Preemption{preempt("r", "q1")},
@@ -67,15 +67,15 @@ func TestSchedule(t *testing.T) {
 		"a suspending job is not preempted again": {
 			nodes: []sched.Node{a8},
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Oracle(h(20), h(10)).Suspending(sched.SuspendNow, "q1", "a").Obj(),
-				ut.MakeJob("q1").GPUs(1, 8).Oracle(h(1), h(1)).Reserved("a").Obj(),
-				ut.MakeJob("q2").GPUs(1, 8).Oracle(h(1), h(1)).Obj(),
+				utiltesting.MakeJob("r").GPUs(1, 8).Oracle(h(20), h(10)).Suspending(sched.SuspendNow, "q1", "a").Obj(),
+				utiltesting.MakeJob("q1").GPUs(1, 8).Oracle(h(1), h(1)).Reserved("a").Obj(),
+				utiltesting.MakeJob("q2").GPUs(1, 8).Oracle(h(1), h(1)).Obj(),
 			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := ut.MakeSnapshot(ut.At(time.Hour)).Nodes(tc.nodes...).Jobs(tc.jobs...).Obj()
+			s := utiltesting.MakeSnapshot(utiltesting.At(time.Hour)).Nodes(tc.nodes...).Jobs(tc.jobs...).Obj()
 			got := srtf.New().Schedule(s)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Schedule (-want +got):\n%s", diff)

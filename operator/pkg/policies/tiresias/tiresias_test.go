@@ -7,15 +7,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	ut "github.com/pickyman/pickyman/internal/testing"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/policies/tiresias"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 func TestSchedule(t *testing.T) {
-	a8 := ut.MakeNode("a", 8).Obj()
-	now := ut.At(10 * time.Hour)
-	at := func(m int) time.Time { return ut.At(time.Duration(m) * time.Minute) }
+	a8 := utiltesting.MakeNode("a", 8).Obj()
+	now := utiltesting.At(10 * time.Hour)
+	at := func(m int) time.Time { return utiltesting.At(time.Duration(m) * time.Minute) }
 	slot := func(n string, w, g int32) []sched.Slot { return []sched.Slot{{Node: n, Workers: w, GPUs: g}} }
 	preempt := func(id, forID string) sched.Preemption {
 		return sched.Preemption{JobID: id, Mode: sched.SuspendNow, For: forID, Reason: tiresias.Reason}
@@ -27,8 +27,8 @@ func TestSchedule(t *testing.T) {
 	}{
 		"a new job preempts a job of a lower queue": {
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Attained(2 * time.Hour).Running("a").Obj(), // 7200 GPU-s: queue 1
-				ut.MakeJob("q").GPUs(1, 8).Obj(),
+				utiltesting.MakeJob("r").GPUs(1, 8).Attained(2 * time.Hour).Running("a").Obj(), // 7200 GPU-s: queue 1
+				utiltesting.MakeJob("q").GPUs(1, 8).Obj(),
 			},
 			want: sched.Decisions{
 				Preemptions:  []sched.Preemption{preempt("r", "q")},
@@ -37,29 +37,29 @@ func TestSchedule(t *testing.T) {
 		},
 		"no preemption within a queue": {
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Attained(10 * time.Minute).Running("a").Obj(),
-				ut.MakeJob("q").GPUs(1, 8).Obj(),
+				utiltesting.MakeJob("r").GPUs(1, 8).Attained(10 * time.Minute).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 8).Obj(),
 			},
 		},
 		"within a queue, arrival order": {
 			jobs: []*sched.Job{
-				ut.MakeJob("late").GPUs(1, 8).Submit(at(2)).Obj(),
-				ut.MakeJob("early").GPUs(1, 8).Submit(at(1)).Obj(),
+				utiltesting.MakeJob("late").GPUs(1, 8).Submit(at(2)).Obj(),
+				utiltesting.MakeJob("early").GPUs(1, 8).Submit(at(1)).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{{JobID: "early", Placement: slot("a", 1, 8)}}},
 		},
 		"higher queue first, whatever the arrival": {
 			jobs: []*sched.Job{
-				ut.MakeJob("old-served").GPUs(1, 8).Submit(at(1)).Attained(5 * time.Hour).Obj(),
-				ut.MakeJob("new").GPUs(1, 8).Submit(at(2)).Obj(),
+				utiltesting.MakeJob("old-served").GPUs(1, 8).Submit(at(1)).Attained(5 * time.Hour).Obj(),
+				utiltesting.MakeJob("new").GPUs(1, 8).Submit(at(2)).Obj(),
 			},
 			want: sched.Decisions{Starts: []sched.Start{{JobID: "new", Placement: slot("a", 1, 8)}}},
 		},
 		"custom thresholds": {
 			opts: tiresias.Options{Thresholds: []time.Duration{time.Minute}},
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Attained(10 * time.Minute).Running("a").Obj(),
-				ut.MakeJob("q").GPUs(1, 8).Obj(),
+				utiltesting.MakeJob("r").GPUs(1, 8).Attained(10 * time.Minute).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 8).Obj(),
 			},
 			want: sched.Decisions{
 				Preemptions:  []sched.Preemption{preempt("r", "q")},
@@ -68,17 +68,17 @@ func TestSchedule(t *testing.T) {
 		},
 		"without the guard a starving job stays low": {
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Submit(at(60)).Attained(2 * time.Hour).Running("a").Obj(),
+				utiltesting.MakeJob("r").GPUs(1, 8).Submit(at(60)).Attained(2 * time.Hour).Running("a").Obj(),
 				// Ran 1h on 8 GPUs, stopped 5h ago.
-				ut.MakeJob("starved").GPUs(1, 8).Submit(at(0)).Attained(8 * time.Hour).
+				utiltesting.MakeJob("starved").GPUs(1, 8).Submit(at(0)).Attained(8 * time.Hour).
 					Started(now.Add(-6 * time.Hour)).LastStop(now.Add(-5 * time.Hour)).Obj(),
 			},
 		},
 		"the starvation guard promotes to the top queue": {
 			opts: tiresias.Options{StarveLimit: 4},
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Submit(at(60)).Attained(2 * time.Hour).Running("a").Obj(),
-				ut.MakeJob("starved").GPUs(1, 8).Submit(at(0)).Attained(8 * time.Hour).
+				utiltesting.MakeJob("r").GPUs(1, 8).Submit(at(60)).Attained(2 * time.Hour).Running("a").Obj(),
+				utiltesting.MakeJob("starved").GPUs(1, 8).Submit(at(0)).Attained(8 * time.Hour).
 					Started(now.Add(-6 * time.Hour)).LastStop(now.Add(-5 * time.Hour)).Obj(),
 			},
 			want: sched.Decisions{
@@ -89,15 +89,15 @@ func TestSchedule(t *testing.T) {
 		"not starving yet": {
 			opts: tiresias.Options{StarveLimit: 6},
 			jobs: []*sched.Job{
-				ut.MakeJob("r").GPUs(1, 8).Submit(at(60)).Attained(2 * time.Hour).Running("a").Obj(),
-				ut.MakeJob("starved").GPUs(1, 8).Submit(at(0)).Attained(8 * time.Hour).
+				utiltesting.MakeJob("r").GPUs(1, 8).Submit(at(60)).Attained(2 * time.Hour).Running("a").Obj(),
+				utiltesting.MakeJob("starved").GPUs(1, 8).Submit(at(0)).Attained(8 * time.Hour).
 					Started(now.Add(-6 * time.Hour)).LastStop(now.Add(-5 * time.Hour)).Obj(),
 			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := ut.MakeSnapshot(now).Nodes(a8).Jobs(tc.jobs...).Obj()
+			s := utiltesting.MakeSnapshot(now).Nodes(a8).Jobs(tc.jobs...).Obj()
 			p, err := tiresias.New(tc.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -120,9 +120,9 @@ func TestPromotionSticks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := ut.At(10 * time.Hour)
-	j := ut.MakeJob("j").GPUs(1, 8).Attained(8 * time.Hour).Started(now.Add(-3 * time.Hour)).LastStop(now.Add(-2 * time.Hour)).Obj()
-	p.Schedule(ut.MakeSnapshot(now).Nodes(ut.MakeNode("b", 8).Used(8).Obj()).KeepUsed().Jobs(j).Obj())
+	now := utiltesting.At(10 * time.Hour)
+	j := utiltesting.MakeJob("j").GPUs(1, 8).Attained(8 * time.Hour).Started(now.Add(-3 * time.Hour)).LastStop(now.Add(-2 * time.Hour)).Obj()
+	p.Schedule(utiltesting.MakeSnapshot(now).Nodes(utiltesting.MakeNode("b", 8).Used(8).Obj()).KeepUsed().Jobs(j).Obj())
 	if q := p.Queue(j); q != 0 {
 		t.Fatalf("after promotion, queue = %d, want 0", q)
 	}
