@@ -37,8 +37,8 @@ results-policy: build ## Every policy and ablation on the traces of docs/policy.
 	$(call policy-run,openb,--trace $(OPENB)/v2023_openb_pod_list_default.csv --cluster $(OPENB)/v2023_openb_node_list_gpu_node.csv)
 	$(call policy-run,openb-4x8,--trace $(OPENB)/v2023_openb_pod_list_default.csv --cluster 4x8)
 	$(call policy-run,philly,--trace $(TRACES)/philly-adaptdl/philly.csv --cluster 112x8)
-	$(GO) run ./operator/pkg/policies/pickyman/internal/restable $(addprefix $(POLICY_OUT)/,tiresias60 philly-week generated openb openb-4x8 philly) > $(POLICY_OUT)/tables.md
-	$(GO) run ./operator/pkg/policies/pickyman/internal/restable -openb $(OPENB)/v2023_openb_pod_list_default.csv $(POLICY_OUT)/openb-4x8 >> $(POLICY_OUT)/tables.md
+	$(GO) run ./hack/restable $(addprefix $(POLICY_OUT)/,tiresias60 philly-week generated openb openb-4x8 philly) > $(POLICY_OUT)/tables.md
+	$(GO) run ./hack/restable -openb $(OPENB)/v2023_openb_pod_list_default.csv $(POLICY_OUT)/openb-4x8 >> $(POLICY_OUT)/tables.md
 	$(MAKE) --no-print-directory bench-policy accuracy-policy
 
 # Elastic rows of docs/policy.md: half of the jobs of 2 GPUs or more elastic (--elastic 0.5),
@@ -59,7 +59,7 @@ results-elastic: build ## Elastic rows of docs/policy.md: half of the multi-GPU 
 # over three seeds (the full philly.csv over one: it takes minutes per variant).
 SWEEP_VARIANTS ?= pickyman pickyman|promote=0;aging=0.5 pickyman|queuewait=true tiresias
 SWEEP_SEEDS    ?= 1,2,3
-SWEEP          := $(GO) run ./operator/pkg/policies/pickyman/internal/sweep
+SWEEP          := $(GO) run ./hack/sweep
 
 .PHONY: sweep-policy
 sweep-policy: ## Compare PickyMan settings over several seeds on the runs of docs/policy.md; output in $(POLICY_OUT)/sweep.md.

@@ -3,7 +3,7 @@
 // PODS.csv it also splits each run's mean waiting time by priority class, taking each job's
 // class from the qos column of the Alibaba openb pod list (LS and Guaranteed high).
 //
-//	go run ./operator/pkg/policies/pickyman/internal/restable out/policy/generated ...
+//	go run ./hack/restable out/policy/generated ...
 package main
 
 import (

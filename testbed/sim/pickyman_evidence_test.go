@@ -1,4 +1,4 @@
-package pickyman_test
+package sim_test
 
 import (
 	"context"

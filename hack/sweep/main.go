@@ -5,7 +5,7 @@
 // waiting time, makespan, preemptions, GPU-hours lost and the mean waiting time of the high
 // and the low priority class, the figures behind docs/policy.md's "Settings compared".
 //
-//	go run ./operator/pkg/policies/pickyman/internal/sweep -trace ../shared/traces/tiresias/60_job.csv \
+//	go run ./hack/sweep -trace ../shared/traces/tiresias/60_job.csv \
 //	    -cluster 2x4 -seeds 1,2,3 -variants 'pickyman pickyman|promote=0;aging=0.5 tiresias'
 package main
 
