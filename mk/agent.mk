@@ -1,6 +1,6 @@
 # The node agent: binary, Debian's PyTorch for the real-training test, and that test.
 
-BUILD_CMDS += ./agent/cmd/pickyman-agent
+BUILD_CMDS += ./agent/cmd/pickyman-agent ./testbed/cmd/pickyman-testbed-agent
 TEST_TARGETS += test-agent-integration test-agent-torch
 
 AGENT_PYTHON ?= /usr/bin/python3
@@ -21,13 +21,13 @@ test-agent: ## Run the agent's unit tests with the race detector.
 	$(GO) test -race -count=1 ./agent/...
 
 .PHONY: test-agent-integration
-test-agent-integration: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the agent's coordinator and testbed mode against kube-apiserver and etcd from bin/.
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 -timeout 10m -v ./agent/test/integration/...
+test-agent-integration: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the agent's coordinator and the testbed agent against kube-apiserver and etcd from bin/.
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 -timeout 10m -v ./agent/test/integration/... ./testbed/agentsim/
 
 .PHONY: test-agent-torch
 test-agent-torch: agent-deps ## Run the agent end to end with real torchrun DDP jobs: checkpoint on request, resume, compare with the overhead model; shrink 2->1 and grow 1->2 from checkpoints.
 	$(GO) test -tags torch -count=1 -v -timeout 20m -run 'TestTorchCheckpointAndResume|TestTorchResizeFromCheckpoint' ./agent/test/torch/
 
 .PHONY: run-agent-testbed
-run-agent-testbed: ## Run the agent in testbed mode against the current kubeconfig (TIME_SCALE=60 by default).
-	$(GO) run ./agent/cmd/pickyman-agent --testbed --time-scale $${TIME_SCALE:-60} --metrics-addr 127.0.0.1:9400
+run-agent-testbed: ## Run the testbed agent (simulated training on the kwok nodes) against the current kubeconfig (TIME_SCALE=60 by default).
+	$(GO) run ./testbed/cmd/pickyman-testbed-agent --time-scale $${TIME_SCALE:-60} --metrics-addr 127.0.0.1:9400

@@ -164,9 +164,10 @@ kind-up: images ## Create a kind cluster with kwok, the training-operator, Picky
 	kubectl --kubeconfig $(KIND_KUBECONFIG) -n kubeflow rollout status deployment/training-operator --timeout=5m
 	$(GO) run sigs.k8s.io/kind@$(KIND_VERSION) load image-archive $(IMAGES_DIR)/pickyman-operator.tar --name $(KIND_CLUSTER)
 	$(GO) run sigs.k8s.io/kind@$(KIND_VERSION) load image-archive $(IMAGES_DIR)/pickyman-agent.tar --name $(KIND_CLUSTER)
+	$(GO) run sigs.k8s.io/kind@$(KIND_VERSION) load image-archive $(IMAGES_DIR)/pickyman-testbed-agent.tar --name $(KIND_CLUSTER)
 	# kind's node is the "real node" of the testbed overlay: PickyMan's pods run there.
 	kubectl --kubeconfig $(KIND_KUBECONFIG) label node --all --overwrite pickyman.dev/real-node=true
-	$(GO) run ./hack/installer --kustomization config/overlays/testbed --operator-image $(IMG) --agent-image $(AGENT_IMG) | \
+	$(GO) run ./hack/installer --kustomization config/overlays/testbed --operator-image $(IMG) --agent-image $(AGENT_IMG) --testbed-agent-image $(TESTBED_AGENT_IMG) | \
 	  kubectl --kubeconfig $(KIND_KUBECONFIG) apply --server-side -f -
 	kubectl --kubeconfig $(KIND_KUBECONFIG) -n pickyman-system rollout status deployment/pickyman-operator --timeout=5m
 	$(PICKYMAN_RUN) cluster nodes --kubeconfig $(KIND_KUBECONFIG) $(KIND_POOLS)

@@ -6,6 +6,8 @@
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMG       ?= ghcr.io/pickyman/pickyman-operator:$(VERSION)
 AGENT_IMG ?= ghcr.io/pickyman/pickyman-agent:$(VERSION)
+# The testbed's agent (simulated training on kwok nodes): what config/overlays/testbed runs.
+TESTBED_AGENT_IMG ?= ghcr.io/pickyman/pickyman-testbed-agent:$(VERSION)
 # Every file's mtime and the images' created time: the commit's time (reproducible-builds.org).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 # Evaluated once, so that the tags and times cannot change halfway through a run.
@@ -26,15 +28,18 @@ TEST_TARGETS += test-images
 ##@ Images
 
 .PHONY: images
-images: ## Build the operator and agent images as docker-save archives in bin/images/ (no container engine or registry; reproducible).
+images: ## Build the operator, agent and testbed-agent images as docker-save archives in bin/images/ (no container engine or registry; reproducible).
 	@mkdir -p $(IMAGES_DIR)
 	cd tools/images && $(IMAGES_GOENV) CGO_ENABLED=0 $(GO) build $(IMAGES_GOFLAGS) -o $(IMAGES_ABS)/pickyman-images .
 	$(IMAGES_GOENV) CGO_ENABLED=0 $(GO) build $(IMAGES_GOFLAGS) -ldflags '-s -w' -o $(IMAGES_DIR)/pickyman-operator ./operator/cmd/pickyman-operator
 	$(IMAGES_GOENV) CGO_ENABLED=1 $(GO) build $(IMAGES_GOFLAGS) -ldflags '-s -w' -o $(IMAGES_DIR)/pickyman-agent ./agent/cmd/pickyman-agent
+	$(IMAGES_GOENV) CGO_ENABLED=1 $(GO) build $(IMAGES_GOFLAGS) -ldflags '-s -w' -o $(IMAGES_DIR)/pickyman-testbed-agent ./testbed/cmd/pickyman-testbed-agent
 	$(IMAGES_TOOL) --binary $(IMAGES_DIR)/pickyman-operator --base scratch --user $(IMAGES_USER) \
 	  --tag '$(IMG)' --epoch $(SOURCE_DATE_EPOCH) --out $(IMAGES_DIR)/pickyman-operator.tar > $(IMAGES_DIR)/digests.txt.tmp
 	$(IMAGES_TOOL) --binary $(IMAGES_DIR)/pickyman-agent --base glibc --user $(IMAGES_USER) \
 	  --tag '$(AGENT_IMG)' --epoch $(SOURCE_DATE_EPOCH) --out $(IMAGES_DIR)/pickyman-agent.tar >> $(IMAGES_DIR)/digests.txt.tmp
+	$(IMAGES_TOOL) --binary $(IMAGES_DIR)/pickyman-testbed-agent --base glibc --user $(IMAGES_USER) \
+	  --tag '$(TESTBED_AGENT_IMG)' --epoch $(SOURCE_DATE_EPOCH) --out $(IMAGES_DIR)/pickyman-testbed-agent.tar >> $(IMAGES_DIR)/digests.txt.tmp
 	@mv $(IMAGES_DIR)/digests.txt.tmp $(IMAGES_DIR)/digests.txt
 	@cat $(IMAGES_DIR)/digests.txt; ls -l $(IMAGES_DIR)/*.tar
 
@@ -47,10 +52,10 @@ test-images: images ## Build the images again from a copy of the tree and check 
 	src=$$(mktemp -d "$${TMPDIR:-/tmp}/pickyman-images.XXXXXX") && trap 'rm -rf "$$src"' EXIT && \
 	  git ls-files -z --cached --others --exclude-standard | tar --null -T - --ignore-failed-read -cf - | tar -xf - -C "$$src" && \
 	  (umask 077 && TZ=Pacific/Kiritimati $(MAKE) -C "$$src" --no-print-directory images GO='$(GO)' \
-	    IMAGES_DIR=$(IMAGES_REBUILD_ABS) VERSION='$(VERSION)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' IMG='$(IMG)' AGENT_IMG='$(AGENT_IMG)')
+	    IMAGES_DIR=$(IMAGES_REBUILD_ABS) VERSION='$(VERSION)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' IMG='$(IMG)' AGENT_IMG='$(AGENT_IMG)' TESTBED_AGENT_IMG='$(TESTBED_AGENT_IMG)')
 	cd tools/images && GOWORK=off \
-	  PICKYMAN_OPERATOR_ARCHIVE=$(IMAGES_ABS)/pickyman-operator.tar PICKYMAN_AGENT_ARCHIVE=$(IMAGES_ABS)/pickyman-agent.tar \
-	  PICKYMAN_OPERATOR_TAG='$(IMG)' PICKYMAN_AGENT_TAG='$(AGENT_IMG)' PICKYMAN_REBUILD_DIR=$(IMAGES_REBUILD_ABS) \
+	  PICKYMAN_OPERATOR_ARCHIVE=$(IMAGES_ABS)/pickyman-operator.tar PICKYMAN_AGENT_ARCHIVE=$(IMAGES_ABS)/pickyman-agent.tar PICKYMAN_TESTBED_AGENT_ARCHIVE=$(IMAGES_ABS)/pickyman-testbed-agent.tar \
+	  PICKYMAN_OPERATOR_TAG='$(IMG)' PICKYMAN_AGENT_TAG='$(AGENT_IMG)' PICKYMAN_TESTBED_AGENT_TAG='$(TESTBED_AGENT_IMG)' PICKYMAN_REBUILD_DIR=$(IMAGES_REBUILD_ABS) \
 	  $(GO) test -count=1 -v ./...
 
 .PHONY: docker-build

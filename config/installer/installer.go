@@ -21,6 +21,8 @@ import (
 const (
 	OperatorImage = "ghcr.io/pickyman/pickyman-operator"
 	AgentImage    = "ghcr.io/pickyman/pickyman-agent"
+	// TestbedAgentImage is the testbed's agent, which config/overlays/testbed runs.
+	TestbedAgentImage = "ghcr.io/pickyman/pickyman-testbed-agent"
 )
 
 // Options say what to render.
@@ -29,6 +31,8 @@ type Options struct {
 	Kustomization string
 	// Operator and Agent are the images (name:tag or name@digest); empty keeps config/'s.
 	Operator, Agent string
+	// TestbedAgent is the testbed agent's image, for config/overlays/testbed.
+	TestbedAgent string
 }
 
 // Objects renders the kustomization with the images set and returns its objects in order.
@@ -77,7 +81,7 @@ func build(o Options) (resmap.ResMap, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "resources:\n- %s\n", rel)
 	var images []string
-	for _, img := range []struct{ name, ref string }{{OperatorImage, o.Operator}, {AgentImage, o.Agent}} {
+	for _, img := range []struct{ name, ref string }{{OperatorImage, o.Operator}, {AgentImage, o.Agent}, {TestbedAgentImage, o.TestbedAgent}} {
 		if img.ref == "" {
 			continue
 		}

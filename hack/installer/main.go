@@ -18,6 +18,7 @@ func main() {
 	flag.StringVar(&o.Kustomization, "kustomization", "config/default", "kustomization to render")
 	flag.StringVar(&o.Operator, "operator-image", "", "operator image (name:tag or name@digest)")
 	flag.StringVar(&o.Agent, "agent-image", "", "agent image (name:tag or name@digest)")
+	flag.StringVar(&o.TestbedAgent, "testbed-agent-image", "", "testbed agent image, for config/overlays/testbed (name:tag or name@digest)")
 	flag.Parse()
 	data, err := installer.Render(o)
 	if err == nil {

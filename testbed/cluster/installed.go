@@ -49,15 +49,16 @@ const (
 
 // ImageArchives are the image archives of `make images` (docs/images.md).
 type ImageArchives struct {
-	Operator, Agent string
-	// OperatorTag and AgentTag are the images' names (bin/images/digests.txt).
-	OperatorTag, AgentTag string
+	Operator, Agent, TestbedAgent string
+	// OperatorTag, AgentTag and TestbedAgentTag are the images' names (bin/images/digests.txt).
+	OperatorTag, AgentTag, TestbedAgentTag string
 }
 
 // DefaultImageArchives reads bin/images/digests.txt for the tags of the archives beside it.
 func DefaultImageArchives(binDir string) (ImageArchives, error) {
 	dir := filepath.Join(binDir, "images")
-	a := ImageArchives{Operator: filepath.Join(dir, "pickyman-operator.tar"), Agent: filepath.Join(dir, "pickyman-agent.tar")}
+	a := ImageArchives{Operator: filepath.Join(dir, "pickyman-operator.tar"), Agent: filepath.Join(dir, "pickyman-agent.tar"),
+		TestbedAgent: filepath.Join(dir, "pickyman-testbed-agent.tar")}
 	f, err := os.Open(filepath.Join(dir, "digests.txt"))
 	if err != nil {
 		return a, fmt.Errorf("images: %w (run `make images`)", err)
@@ -71,12 +72,14 @@ func DefaultImageArchives(binDir string) (ImageArchives, error) {
 			a.OperatorTag = tag
 		case strings.Contains(tag, "/pickyman-agent:"):
 			a.AgentTag = tag
+		case strings.Contains(tag, "/pickyman-testbed-agent:"):
+			a.TestbedAgentTag = tag
 		}
 	}
-	if a.OperatorTag == "" || a.AgentTag == "" {
-		return a, fmt.Errorf("images: %s names no operator or no agent image (run `make images`)", f.Name())
+	if a.OperatorTag == "" || a.AgentTag == "" || a.TestbedAgentTag == "" {
+		return a, fmt.Errorf("images: %s names no operator, agent or testbed-agent image (run `make images`)", f.Name())
 	}
-	for _, p := range []string{a.Operator, a.Agent} {
+	for _, p := range []string{a.Operator, a.Agent, a.TestbedAgent} {
 		if _, err := os.Stat(p); err != nil {
 			return a, fmt.Errorf("images: %w (run `make images`)", err)
 		}
@@ -89,7 +92,7 @@ func DefaultImageArchives(binDir string) (ImageArchives, error) {
 // selector in its flags.
 func (o Options) installedManifests(img ImageArchives) ([]*unstructured.Unstructured, error) {
 	objs, err := installer.Objects(installer.Options{
-		Kustomization: filepath.Join(o.ConfigDir, testbedOverlay), Operator: img.OperatorTag, Agent: img.AgentTag,
+		Kustomization: filepath.Join(o.ConfigDir, testbedOverlay), Operator: img.OperatorTag, Agent: img.AgentTag, TestbedAgent: img.TestbedAgentTag,
 	})
 	if err != nil {
 		return nil, err
@@ -145,7 +148,7 @@ func (o Options) testbedAgentArgs(metricsAddr string) []string {
 	if scale <= 0 {
 		scale = 1
 	}
-	return []string{"--testbed", "--testbed-node-selector", sel,
+	return []string{"--testbed-node-selector", sel,
 		"--time-scale", strconv.FormatFloat(scale, 'g', -1, 64),
 		"--seed", strconv.FormatInt(o.PickyMan.Seed, 10), "--metrics-addr", metricsAddr}
 }
@@ -186,7 +189,7 @@ func (o Options) InstallPickyMan(ctx context.Context, c *Clients) error {
 		if len(o.startedRealNodes()) == 0 {
 			return errors.New("installed PickyMan runs on a real node: the cluster has none (--real-nodes)")
 		}
-		for _, a := range []string{img.Operator, img.Agent} {
+		for _, a := range []string{img.Operator, img.Agent, img.TestbedAgent} {
 			if err := o.ImportImage(ctx, a); err != nil {
 				return err
 			}
@@ -542,7 +545,7 @@ func (o Options) PodLogs(namespace string) []PodLog {
 }
 
 // installedPids are the host pids of the installed components' containers, found by their
-// entrypoints (/pickyman-operator, /pickyman-agent: the local processes run from bin/
+// entrypoints (/pickyman-operator, /pickyman-testbed-agent: the local processes run from bin/
 // instead), named like the components, with a suffix from the second replica on.
 func installedPids() map[string]int {
 	out := map[string]int{}

@@ -77,7 +77,7 @@ func (o Options) installed() bool { return o.PickyMan != nil && o.PickyMan.Insta
 // Component names, as in logs, pid files and errors.
 const (
 	ComponentOperator = "pickyman-operator"
-	ComponentAgent    = "pickyman-agent"
+	ComponentAgent    = "pickyman-testbed-agent"
 )
 
 func (o Options) componentFile(component, ext string) string {

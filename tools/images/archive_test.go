@@ -68,6 +68,9 @@ func archives() []archive {
 		{name: "pickyman-agent", path: env("PICKYMAN_AGENT_ARCHIVE", "../../bin/images/pickyman-agent.tar"),
 			tag: os.Getenv("PICKYMAN_AGENT_TAG"), repo: "ghcr.io/pickyman/pickyman-agent",
 			entrypoint: "/pickyman-agent", user: "65532:65532", dynamic: true, usage: "-prepare-socket-dir"},
+		{name: "pickyman-testbed-agent", path: env("PICKYMAN_TESTBED_AGENT_ARCHIVE", "../../bin/images/pickyman-testbed-agent.tar"),
+			tag: os.Getenv("PICKYMAN_TESTBED_AGENT_TAG"), repo: "ghcr.io/pickyman/pickyman-testbed-agent",
+			entrypoint: "/pickyman-testbed-agent", user: "65532:65532", dynamic: true, usage: "-testbed-node-selector"},
 	}
 }
 

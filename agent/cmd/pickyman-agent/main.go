@@ -1,7 +1,7 @@
 // Command pickyman-agent is the PickyMan node agent: it reads the node's GPUs, serves the
 // local checkpoint API to training processes, and coordinates checkpoints with the operator
-// through pod annotations. With --testbed it serves every fake node of the testbed cluster
-// and simulates their training. See docs/agent.md.
+// through pod annotations. See docs/agent.md (the testbed's simulated agent is
+// testbed/cmd/pickyman-testbed-agent).
 package main
 
 import (

@@ -15,7 +15,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2/textlogger"
@@ -27,7 +26,6 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/coord"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
 	"github.com/pickyman/pickyman/agent/pkg/metrics"
-	"github.com/pickyman/pickyman/agent/pkg/testbed"
 	"github.com/pickyman/pickyman/agent/pkg/traffic"
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 )
@@ -46,13 +44,6 @@ type Options struct {
 	// PrepareSocketDir, when >= 0, makes the socket directory owned by this uid and exits
 	// (the DaemonSet's init container, the only step that runs as root).
 	PrepareSocketDir int
-
-	Testbed      bool
-	NodeSelector string
-	TimeScale    float64
-	Seed         int64
-	// Serial is the serial fraction of an elastic job's epoch time (testbed.Physics.Serial).
-	Serial float64
 }
 
 // Flags registers the options on fs.
@@ -68,12 +59,6 @@ func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Resync, "resync", 2*time.Second, "period of full pod lists")
 	fs.BoolVar(&o.LabelNode, "label-node", true, "publish the GPU feature-discovery labels on the node")
 	fs.IntVar(&o.PrepareSocketDir, "prepare-socket-dir", -1, "create the socket directory, give it to this uid, and exit")
-	fs.BoolVar(&o.Testbed, "testbed", false, "testbed mode: serve every fake node and simulate the training of their pods")
-	fs.StringVar(&o.NodeSelector, "testbed-node-selector", "type=kwok", "testbed mode: label selector of the fake nodes")
-	fs.Float64Var(&o.TimeScale, "time-scale", 1, "testbed mode: trace seconds per real second")
-	fs.Int64Var(&o.Seed, "seed", 1, "testbed mode: seed of the per-job noise")
-	fs.Float64Var(&o.Serial, "testbed-serial", testbed.DefaultPhysics().Serial,
-		"testbed mode: serial fraction (0..1) of an elastic job's epoch time: on W workers of reference size R an epoch takes epoch-time x (serial + (1 - serial) x R / W)")
 }
 
 // Main parses args and runs the agent until SIGINT or SIGTERM.
@@ -124,7 +109,7 @@ func PrepareSocketDir(dir string, uid int) error {
 	return os.Chown(dir, uid, uid)
 }
 
-func newClient() (client.WithWatch, error) {
+func NewClient() (client.WithWatch, error) {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, err
@@ -138,12 +123,9 @@ func newClient() (client.WithWatch, error) {
 
 // Run runs the agent with options o.
 func Run(ctx context.Context, o Options, log logr.Logger) error {
-	kube, err := newClient()
+	kube, err := NewClient()
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	if o.Testbed {
-		return runTestbed(ctx, o, kube, log)
 	}
 	if o.Node == "" {
 		return errors.New("--node (or $NODE_NAME) is required")
@@ -173,12 +155,12 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	errc := make(chan error, 4)
 	go func() { errc <- srv.Serve(ctx, l) }()
 	go func() { errc <- co.Run(ctx) }()
-	go func() { errc <- serveMetrics(ctx, o.MetricsAddr, col) }()
+	go func() { errc <- ServeMetrics(ctx, o.MetricsAddr, col) }()
 	if o.LabelNode {
 		go func() { errc <- labelNode(ctx, kube, o.Node, backend, log) }()
 	}
 	log.Info("agent running", "node", o.Node, "socket", l.Addr().String(), "backend", o.Backend)
-	return wait(ctx, errc)
+	return Wait(ctx, errc)
 }
 
 func openBackend(o Options) (gpu.Backend, error) {
@@ -211,36 +193,7 @@ func labelNode(ctx context.Context, kube client.Client, node string, b gpu.Backe
 	}
 }
 
-// testbedPhysics is the simulator's physics with the flags' overrides.
-func (o Options) testbedPhysics() (testbed.Physics, error) {
-	ph := testbed.DefaultPhysics()
-	if o.Serial < 0 || o.Serial > 1 {
-		return ph, fmt.Errorf("--testbed-serial %v: want a fraction within 0..1", o.Serial)
-	}
-	ph.Serial = o.Serial
-	return ph, nil
-}
-
-func runTestbed(ctx context.Context, o Options, kube client.WithWatch, log logr.Logger) error {
-	sel, err := labels.Parse(o.NodeSelector)
-	if err != nil {
-		return fmt.Errorf("--testbed-node-selector: %w", err)
-	}
-	ph, err := o.testbedPhysics()
-	if err != nil {
-		return err
-	}
-	tb := testbed.New(kube, clock.RealClock{}, log.WithName("testbed"), sel, ph, o.TimeScale, o.Seed)
-	col := metrics.New(tb.Backends, tb.Registry)
-	tb.Coord.OnAck = col.Acked
-	errc := make(chan error, 2)
-	go func() { errc <- tb.Run(ctx) }()
-	go func() { errc <- serveMetrics(ctx, o.MetricsAddr, col) }()
-	log.Info("testbed agent running", "nodes", o.NodeSelector, "timeScale", o.TimeScale)
-	return wait(ctx, errc)
-}
-
-func serveMetrics(ctx context.Context, addr string, col prometheus.Collector) error {
+func ServeMetrics(ctx context.Context, addr string, col prometheus.Collector) error {
 	if addr == "" || addr == "0" {
 		<-ctx.Done()
 		return nil
@@ -258,8 +211,8 @@ func serveMetrics(ctx context.Context, addr string, col prometheus.Collector) er
 	return nil
 }
 
-// wait returns the first error of a component, or nil when ctx ends.
-func wait(ctx context.Context, errc <-chan error) error {
+// Wait returns the first error of a component, or nil when ctx ends.
+func Wait(ctx context.Context, errc <-chan error) error {
 	select {
 	case <-ctx.Done():
 		return nil

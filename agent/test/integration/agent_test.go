@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,10 +21,7 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/api"
 	"github.com/pickyman/pickyman/agent/pkg/coord"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
-	"github.com/pickyman/pickyman/agent/pkg/testbed"
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
-	"github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/testbed/cluster/stages"
 	pmenvtest "github.com/pickyman/pickyman/testbed/envtest"
 )
 
@@ -140,31 +136,5 @@ func TestAgentOnAPIServer(t *testing.T) {
 	}
 	if n.Labels[gpu.LabelProduct] != "NVIDIA-H100-80GB-HBM3" || n.Labels[gpu.LabelCount] != "8" || n.Labels[gpu.LabelMemory] != "81559" {
 		t.Errorf("node labels %v", n.Labels)
-	}
-}
-
-func TestTestbedOnAPIServer(t *testing.T) {
-	c := kubeClient(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sim := map[string]string{testbed.AnnotationEpochTime: "10s", v1alpha1.AnnotationEpochs: "3",
-		v1alpha1.AnnotationDatasetBytes: "1000000000", v1alpha1.AnnotationCheckpointBytes: "100000000"}
-	p := pod("job-worker-0", "kwok-0", sim, 2)
-	create(t, c, node("kwok-0", map[string]string{"type": "kwok", gpu.LabelCount: "8"}), p)
-	running(t, c, p)
-	// Time scale 100: start 0.5 s, three epochs of 0.1 s.
-	tb := testbed.New(c, clock.RealClock{}, testr.New(t), labels.SelectorFromSet(labels.Set{"type": "kwok"}), testbed.DefaultPhysics(), 100, 1)
-	tb.PodSync = 100 * time.Millisecond
-	done := make(chan error)
-	go func() { done <- tb.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	eventually(t, "pod completed", 20*time.Second, func() bool {
-		v, _ := annotation(c, "job-worker-0", stages.CompleteAnnotation)
-		return v == stages.CompleteSucceeded
-	})
-	v, _ := annotation(c, "job-worker-0", agentv1alpha1.AnnotationProgress)
-	var prog agentv1alpha1.Progress
-	if err := json.Unmarshal([]byte(v), &prog); err != nil || prog.EpochsDone != 3 {
-		t.Errorf("progress %q (%v), want 3 epochs done", v, err)
 	}
 }

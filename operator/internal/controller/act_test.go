@@ -19,8 +19,8 @@ import (
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/internal/metrics"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 

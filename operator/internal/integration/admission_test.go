@@ -14,8 +14,8 @@ import (
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/internal/controller"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 )
 
 // An admitted job's pods are bound exactly to the nodes of its placement, one 8-GPU pod per

@@ -1,4 +1,6 @@
-// Package testbed is the agent's testbed mode (brief sections 1 and 3): one agent process
+// Package agentsim is the testbed's agent (command pickyman-testbed-agent, docs/testbed.md):
+// the node agent's registry, coordinator and metrics (agent/pkg) driven by a training
+// simulator instead of training processes. One process
 // serves every fake (kwok) GPU node of the testbed cluster and simulates the training of
 // every pod bound to them, with the brief's physics — container start, checkpoint load and
 // warm-up on every start, epochs of the job's epoch time (by Amdahl's law at an elastic
@@ -16,4 +18,4 @@
 // Durations read from pods are in trace time; the agent divides them by the time scale
 // (TimeScale) and runs in real time, so what it reports (epoch seconds, read rates) is in the
 // same real time that the operator observes.
-package testbed
+package agentsim
