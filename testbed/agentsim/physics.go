@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/testbed/physics"
 )
 
 // AnnotationEpochTime is the true epoch time of the job at its allocation (a Go duration in
@@ -22,44 +23,11 @@ const AnnotationEpochTime = "pickyman.dev/sim-epoch-time"
 // LabelJobName is the label the training-operator puts on a job's pods.
 const LabelJobName = "training.kubeflow.org/job-name"
 
-// Physics is the cost model of brief section 3, with the defaults of the simulator
-// (testbed/sim.DefaultPhysics; a test keeps them equal).
-type Physics struct {
-	ContainerStart time.Duration
-	WarmUp         time.Duration
-	WriteBandwidth float64 // bytes/s
-	ReadBandwidth  float64 // bytes/s
-	// CheckpointPeriod: a periodic checkpoint every this many epochs (written
-	// asynchronously, at no cost); a suspend-now resumes from the newest one.
-	CheckpointPeriod int32
-	NoiseSigma       float64
-	// Serial is the serial fraction of an elastic job's epoch time (Amdahl's law, as the
-	// simulator's Physics.Serial); see EpochTime.
-	Serial float64
-}
+// Physics is the testbed's cost model, the simulator's (testbed/physics).
+type Physics = physics.Physics
 
 // DefaultPhysics returns the simulator's defaults.
-func DefaultPhysics() Physics {
-	return Physics{ContainerStart: 20 * time.Second, WarmUp: 30 * time.Second, WriteBandwidth: 500e6,
-		ReadBandwidth: 1e9, CheckpointPeriod: 1, NoiseSigma: 0.1, Serial: 0.1}
-}
-
-// EpochTime is the epoch time of a job on worldSize workers, given its epoch time epoch at
-// reference workers (the pod's sim-epoch-time annotation, at the size the job's
-// pickyman.dev/elastic-reference annotation names, by default its maximum): Amdahl's law, the simulator's rule (testbed/sim speed),
-//
-//	epoch x (Serial + (1 - Serial) x reference / worldSize),
-//
-// so an elastic job that shrinks to half its reference size takes 1 + (1 - Serial) times as
-// long per epoch (1.9x with Serial 0.1). The sizes are the resume point's WorldSize and
-// ReferenceWorldSize; when either is 0 (a rigid job) or they are equal, epoch is unchanged.
-func (ph Physics) EpochTime(epoch time.Duration, worldSize, reference int32) time.Duration {
-	if worldSize <= 0 || reference <= 0 || worldSize == reference {
-		return epoch
-	}
-	f := ph.Serial + (1-ph.Serial)*float64(reference)/float64(worldSize)
-	return time.Duration(math.Round(float64(epoch) * f))
-}
+func DefaultPhysics() Physics { return physics.Default() }
 
 // Spec is what a simulated pod trains, from its annotations.
 type Spec struct {
@@ -121,12 +89,4 @@ func jobNoise(seed int64, job string, sigma float64) noise {
 // scaled divides a trace-time duration by the time scale and multiplies it by a noise factor.
 func scaled(d time.Duration, factor, scale float64) time.Duration {
 	return time.Duration(float64(d) * factor / scale)
-}
-
-// transfer is the trace time to move bytes at bw.
-func transfer(bytes int64, bw float64) time.Duration {
-	if bytes <= 0 || bw <= 0 {
-		return 0
-	}
-	return time.Duration(float64(bytes) / bw * float64(time.Second))
 }

@@ -23,19 +23,9 @@ import (
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/testbed/cluster/stages"
-	"github.com/pickyman/pickyman/testbed/sim"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-func TestPhysicsMatchesSimulator(t *testing.T) {
-	s := sim.DefaultPhysics()
-	want := Physics{ContainerStart: s.ContainerStart, WarmUp: s.WarmUp, WriteBandwidth: s.WriteBandwidth,
-		ReadBandwidth: s.ReadBandwidth, CheckpointPeriod: s.CheckpointPeriod, NoiseSigma: s.NoiseSigma, Serial: s.Serial}
-	if diff := cmp.Diff(want, DefaultPhysics()); diff != "" {
-		t.Errorf("testbed physics differ from the simulator's (-sim +testbed):\n%s", diff)
-	}
-}
 
 func fakeNode(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pickyman/pickyman/agent/pkg/api"
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/overhead"
 )
 
 type phase int
@@ -51,7 +52,7 @@ func newTrainer(reg *api.Registry, pod api.Pod, spec Spec, node string, caller a
 	t.epoch = rp.Epoch
 	start := scaled(ph.ContainerStart, n.start, scale) + scaled(ph.WarmUp, n.warm, scale)
 	if rp.Epoch > 0 {
-		start += scaled(transfer(spec.CheckpointBytes, ph.ReadBandwidth), n.load, scale)
+		start += scaled(overhead.Transfer(spec.CheckpointBytes, ph.ReadBandwidth, 1), n.load, scale)
 	}
 	t.until = now.Add(start)
 	// An elastic job's epoch time follows its size (Physics.EpochTime).
@@ -105,7 +106,7 @@ func (t *trainer) step(ctx context.Context, reg *api.Registry, ph Physics, scale
 			}
 			if t.req != nil { // a boundary request: write, then stop
 				t.phase = writing
-				t.until = end.Add(scaled(transfer(t.spec.CheckpointBytes, ph.WriteBandwidth), t.noise.write, scale))
+				t.until = end.Add(scaled(overhead.Transfer(t.spec.CheckpointBytes, ph.WriteBandwidth, 1), t.noise.write, scale))
 				continue
 			}
 			if err := t.begin(reg, end); err != nil {
@@ -116,7 +117,7 @@ func (t *trainer) step(ctx context.Context, reg *api.Registry, ph Physics, scale
 				return false, nil
 			}
 			t.phase = stopped
-			secs := scaled(transfer(t.spec.CheckpointBytes, ph.WriteBandwidth), t.noise.write, scale).Seconds()
+			secs := scaled(overhead.Transfer(t.spec.CheckpointBytes, ph.WriteBandwidth, 1), t.noise.write, scale).Seconds()
 			return false, reg.CheckpointDone(t.caller, t.req.ID, t.epoch, t.ckptPath(t.epoch), t.spec.CheckpointBytes, secs)
 		}
 	}

@@ -2,42 +2,16 @@ package sim
 
 import (
 	"time"
+
+	"github.com/pickyman/pickyman/testbed/physics"
 )
 
 // Epoch is the wall-clock time at which every simulation starts (trace offset zero).
 var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-// Physics is the cost model of brief section 3. Every policy pays it.
-type Physics struct {
-	// ContainerStart is the time from admission until the training process runs
-	// (default 20 s).
-	ContainerStart time.Duration
-	// WarmUp is the data-pipeline and framework warm-up before the first step (default
-	// 30 s).
-	WarmUp time.Duration
-	// Grace is the termination grace period of a suspend-now: SIGTERM, then kill (default
-	// 30 s).
-	Grace time.Duration
-	// WriteBandwidth and ReadBandwidth are the checkpoint storage bandwidths in bytes per
-	// second (defaults 500 MB/s and 1 GB/s).
-	WriteBandwidth float64
-	ReadBandwidth  float64
-	// CheckpointPeriod is how many epochs pass between periodic checkpoints (default 1).
-	// Periodic checkpoints are written asynchronously and cost no time; the checkpoint of a
-	// boundary suspend is written synchronously and holds the GPUs.
-	CheckpointPeriod int32
-	// NoiseSigma is the sigma of the per-job lognormal noise (median 1) on start, warm-up,
-	// checkpoint write and load times and on read traffic; 0 disables noise (default 0.1).
-	NoiseSigma float64
-	// Ideal makes preemption free, as most research simulators assume: suspends are
-	// instant and lose nothing, and starts and resumes cost nothing.
-	Ideal bool
-	// Serial is the serial fraction of an elastic job's epoch time, the a of the model
-	// profile's fit t(G) = a + b/G relative to the time at the job's requested GPUs G0:
-	// t(G) = t(G0) x (Serial + (1 - Serial) x G0 / G), Amdahl's law (default 0.1). It sets
-	// how much an elastic job slows when it shrinks and gains when it grows.
-	Serial float64
-}
+// Physics is the cost model every policy pays (testbed/physics, shared with the testbed
+// agent).
+type Physics = physics.Physics
 
 // Elasticity makes a share of a trace's jobs elastic (traces carry no elastic bounds).
 type Elasticity struct {
@@ -49,19 +23,8 @@ type Elasticity struct {
 	Grow int32
 }
 
-// DefaultPhysics returns the documented defaults.
-func DefaultPhysics() Physics {
-	return Physics{
-		ContainerStart:   20 * time.Second,
-		WarmUp:           30 * time.Second,
-		Grace:            30 * time.Second,
-		WriteBandwidth:   500e6,
-		ReadBandwidth:    1e9,
-		CheckpointPeriod: 1,
-		NoiseSigma:       0.1,
-		Serial:           0.1,
-	}
-}
+// DefaultPhysics returns the documented defaults (physics.Default).
+func DefaultPhysics() Physics { return physics.Default() }
 
 // Config controls an Engine.
 type Config struct {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/pickyman/pickyman/operator/pkg/overhead"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 	"github.com/pickyman/pickyman/testbed/metrics"
 	"github.com/pickyman/pickyman/traces"
@@ -154,28 +155,12 @@ func chosen(id string, seed int64, share float64) bool {
 	return float64(h.Sum64()>>11)/float64(1<<53) < share
 }
 
-// speed is the rate of progress on workers workers relative to the requested size
-// (Physics.Serial): 1 / (serial + (1 - serial) x base / workers).
-func speed(workers, base int32, serial float64) float64 {
-	if workers == base || base <= 0 || workers <= 0 {
-		return 1
-	}
-	return 1 / (serial + (1-serial)*float64(base)/float64(workers))
-}
-
 // elapsed converts progress at the current rate into time.
 func (j *job) elapsed(dp time.Duration) time.Duration {
 	if j.rate == 1 {
 		return dp
 	}
 	return time.Duration(math.Ceil(float64(dp) / j.rate))
-}
-
-func transfer(bytes int64, bandwidth, f float64) time.Duration {
-	if bytes <= 0 || bandwidth <= 0 {
-		return 0
-	}
-	return time.Duration(float64(bytes) / bandwidth * f * float64(time.Second))
 }
 
 // startOverhead is the time from admission until progress resumes.
@@ -185,7 +170,7 @@ func (j *job) startOverhead(ph *Physics, resume bool) time.Duration {
 	}
 	d := scale(ph.ContainerStart+ph.WarmUp, j.nStart)
 	if resume {
-		d += transfer(j.s.CheckpointBytes, ph.ReadBandwidth, j.nRead)
+		d += overhead.Transfer(j.s.CheckpointBytes, ph.ReadBandwidth, j.nRead)
 	}
 	return d
 }
@@ -195,7 +180,7 @@ func (j *job) writeTime(ph *Physics) time.Duration {
 	if ph.Ideal {
 		return 0
 	}
-	return transfer(j.s.CheckpointBytes, ph.WriteBandwidth, j.nWrite)
+	return overhead.Transfer(j.s.CheckpointBytes, ph.WriteBandwidth, j.nWrite)
 }
 
 // progressAt is the work done at time t in the current admission.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pickyman/pickyman/operator/pkg/sched"
+	"github.com/pickyman/pickyman/testbed/physics"
 )
 
 // observe reports an event at the current time to an observing policy.
@@ -106,7 +107,7 @@ func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
 		// An elastic job (re)starts at another size: its epoch time is observed anew.
 		j.s.Workers, j.s.EpochTime = workers, 0
 	}
-	j.rate = speed(workers, j.baseWorkers, e.cfg.Physics.Serial)
+	j.rate = physics.Speed(workers, j.baseWorkers, e.cfg.Physics.Serial)
 	if j.rate != 1 {
 		j.varied = true
 	}

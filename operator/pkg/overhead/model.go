@@ -189,24 +189,26 @@ func (m *Model) Estimate(j *sched.Job, epochTime time.Duration, now time.Time) E
 	if j.Epochs > 0 && j.EpochsDone >= j.Epochs-1 {
 		e.Finishes = true
 	}
-	e.Write = transfer(j.CheckpointBytes, p.WriteBW)
+	e.Write = Transfer(j.CheckpointBytes, p.WriteBW, 1)
 	o := m.jobs[j.ID]
 	switch {
 	case o != nil && o.resume > 0:
 		e.Resume = o.resume
 	case o != nil && o.start > 0:
-		e.Resume = o.start + transfer(j.CheckpointBytes, p.ReadBW)
+		e.Resume = o.start + Transfer(j.CheckpointBytes, p.ReadBW, 1)
 	default:
-		e.Resume = p.Start + transfer(j.CheckpointBytes, p.ReadBW)
+		e.Resume = p.Start + Transfer(j.CheckpointBytes, p.ReadBW, 1)
 	}
 	return e
 }
 
-func transfer(bytes int64, bw float64) time.Duration {
-	if bytes <= 0 || bw <= 0 {
+// Transfer is the time to move bytes at bandwidth bytes per second, times factor (a noise
+// factor in the simulator and the testbed agent; 1 here).
+func Transfer(bytes int64, bandwidth, factor float64) time.Duration {
+	if bytes <= 0 || bandwidth <= 0 {
 		return 0
 	}
-	return time.Duration(float64(bytes) / bw * float64(time.Second))
+	return time.Duration(float64(bytes) / bandwidth * factor * float64(time.Second))
 }
 
 // Expect records the overhead predicted for a preemption decided now, to be scored when

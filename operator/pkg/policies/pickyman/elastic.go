@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pickyman/pickyman/operator/pkg/profile"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -56,7 +57,7 @@ func (c *cycle) scaling(j *sched.Job, from, to int32) float64 {
 			return float64(b) / float64(a)
 		}
 	}
-	return DefaultSerial + (1-DefaultSerial)*float64(from)/float64(to)
+	return profile.Amdahl(DefaultSerial, from, to)
 }
 
 // startSmaller starts elastic waiting job q on fewer workers than it asks for, down to its
