@@ -47,7 +47,11 @@ var _ = ginkgo.Describe("PickyMan installed by its installer", ginkgo.Ordered, g
 	ginkgo.It("runs two operator replicas from the project's image, one elected leader, and admits a PyTorchJob", func(ctx context.Context) {
 		img, err := cluster.DefaultImageArchives(suite.opts.BinDir)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		for component, image := range map[string]string{cluster.ComponentOperator: img.OperatorTag, cluster.ComponentAgent: img.AgentTag} {
+		// The agent's DaemonSet runs the testbed agent (simulated training on the kwok nodes)
+		// in its container and the agent's image in its init container.
+		images := map[string]string{cluster.ComponentOperator: img.OperatorTag, cluster.ComponentAgent: img.TestbedAgentTag}
+		initImages := map[string]string{cluster.ComponentOperator: img.OperatorTag, cluster.ComponentAgent: img.AgentTag}
+		for component, image := range images {
 			pods, err := cluster.RunningPods(ctx, suite.clients, component)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			want := 1
@@ -61,6 +65,9 @@ var _ = ginkgo.Describe("PickyMan installed by its installer", ginkgo.Ordered, g
 				gomega.Expect(node.Labels).To(gomega.HaveKeyWithValue(cluster.RealNodeLabel, "true"), "%s runs on a real node", p.Name)
 				for _, c := range p.Spec.Containers {
 					gomega.Expect(c.Image).To(gomega.Equal(image), "%s container %s", p.Name, c.Name)
+				}
+				for _, c := range p.Spec.InitContainers {
+					gomega.Expect(c.Image).To(gomega.Equal(initImages[component]), "%s init container %s", p.Name, c.Name)
 				}
 				gomega.Expect(podReady(&p)).To(gomega.BeTrue(), "%s is Ready", p.Name)
 			}

@@ -18,7 +18,7 @@ bench-policy: ## Benchmark one PickyMan decision: 10,000 running and 5,000 waiti
 .PHONY: accuracy-policy
 accuracy-policy: ## Prediction and overhead accuracy on a profiled workload in the simulator.
 	@mkdir -p $(POLICY_OUT)
-	$(GO) test -count=1 -v -run TestPredictionAndOverheadAccuracy ./operator/pkg/policies/pickyman/ | tee $(POLICY_OUT)/accuracy.txt
+	$(GO) test -count=1 -v -run TestPredictionAndOverheadAccuracy ./testbed/sim/ | tee $(POLICY_OUT)/accuracy.txt
 
 # policy-run NAME, SIMULATE-ARGS: one results run, table in $(POLICY_OUT)/NAME.txt.
 define policy-run

@@ -10,11 +10,12 @@ import (
 // immediate symbol binding, and one that also links go-nvml then fails at start with
 // "undefined symbol: nvml..." wherever libnvidia-ml is not installed (go-nvml resolves its
 // symbols lazily, after it has loaded the library). No agent binary or agent test may link
-// plugin; kustomize's plugin loader brings it in (testbed/cluster), so agent code and tests
-// must reach the testbed only through testbed/cluster/layout and testbed/envtest.
+// plugin, nor may the testbed agent, which links the agent's packages; kustomize's plugin
+// loader brings it in (testbed/cluster, config/installer).
 func TestNoPluginPackageWithNVML(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-test", "-tags", "integration,torch",
-		"github.com/pickyman/pickyman/agent/...").CombinedOutput()
+		"github.com/pickyman/pickyman/agent/...", "github.com/pickyman/pickyman/testbed/agentsim/...",
+		"github.com/pickyman/pickyman/testbed/cmd/pickyman-testbed-agent").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}

@@ -5,8 +5,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
@@ -22,11 +25,25 @@ import (
 	"github.com/pickyman/pickyman/agent/pkg/coord"
 	"github.com/pickyman/pickyman/agent/pkg/gpu"
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
-	pmenvtest "github.com/pickyman/pickyman/testbed/envtest"
 )
 
+// kubeClient starts kube-apiserver and etcd from KUBEBUILDER_ASSETS (make
+// test-agent-integration sets it to bin/) for one test.
 func kubeClient(t *testing.T) client.WithWatch {
-	cfg := pmenvtest.Start(t)
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test-agent-integration`")
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start kube-apiserver and etcd from %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	})
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
