@@ -1,6 +1,6 @@
 // Package v1alpha1 holds PickyMan's API types (group pickyman.dev, version v1alpha1):
 // ModelProfile, the per-model profile database of the execution-time predictor and the
-// overhead model (design brief section 4), and the well-known labels and annotations that
+// overhead model (docs/policy.md), and the well-known labels and annotations that
 // jobs and pods carry.
 //
 // +kubebuilder:object:generate=true

@@ -2,7 +2,7 @@
 // the node agent's registry, coordinator and metrics (agent/pkg) driven by a training
 // simulator instead of training processes. One process
 // serves every fake (kwok) GPU node of the testbed cluster and simulates the training of
-// every pod bound to them, with the brief's physics — container start, checkpoint load and
+// every pod bound to them, with the testbed's physics (docs/simulator.md) — container start, checkpoint load and
 // warm-up on every start, epochs of the job's epoch time (by Amdahl's law at an elastic
 // job's size when it differs from the size the epoch time refers to: Physics.EpochTime),
 // storage reads of the dataset once per epoch, a checkpoint write before a boundary suspend

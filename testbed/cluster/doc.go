@@ -1,4 +1,4 @@
-// Package cluster brings the local testbed cluster up and down (design brief section 6): a
+// Package cluster brings the local testbed cluster up and down (docs/testbed.md): a
 // kwokctl cluster whose control plane (etcd, kube-apiserver, kube-scheduler,
 // kube-controller-manager) and kwok controller are local binaries built from Go modules into
 // bin/, fake GPU nodes that carry nvidia.com/gpu and the GPU feature-discovery labels, the

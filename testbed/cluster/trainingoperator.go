@@ -18,7 +18,7 @@ import (
 )
 
 // What the training-operator v1.8.1 expects of the cluster before it starts its job
-// controllers (design brief section 6).
+// controllers (docs/testbed.md).
 const (
 	TrainingOperatorNamespace = "kubeflow"
 	webhookSecretName         = "training-operator-webhook-cert"

@@ -1,5 +1,5 @@
 // Package metrics defines the testbed's measurements, one definition for the simulator and
-// the cluster testbed (design brief section 7).
+// the cluster testbed (docs/simulator.md).
 //
 // Per job (JobRecord): queueing delay (submit to first start), waiting time (all time the job
 // did not hold GPUs before it completed: queueing plus time suspended), JCT (completion minus

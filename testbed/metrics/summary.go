@@ -21,7 +21,7 @@ type Run struct {
 	OverheadErrors   []float64
 }
 
-// Summary is the per-run figures of design brief section 7. Times are in seconds.
+// Summary is the per-run figures of docs/simulator.md. Times are in seconds.
 type Summary struct {
 	Jobs     int `json:"jobs"`
 	Rejected int `json:"rejected"`

@@ -1,9 +1,9 @@
-// Package sim is the testbed's discrete-event simulator (design brief sections 1, 3 and 7).
+// Package sim is the testbed's discrete-event simulator (docs/architecture.md and docs/simulator.md).
 //
 // An Engine replays a trace of jobs on a cluster of GPU nodes under one scheduling policy
 // from the operator's own scheduling core (operator/pkg/sched and the policies registered in
 // operator/pkg/policies): the simulator builds the same sched.Snapshot the operator builds,
-// calls the policy, and carries out its Decisions with the physics of brief section 3.
+// calls the policy, and carries out its Decisions with the physics of docs/simulator.md.
 //
 // Events live in a heap keyed by time, then by a sequence number, so runs are deterministic.
 // Arrivals are read from the trace in submit order. At each instant the engine (1) advances

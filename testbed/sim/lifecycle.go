@@ -140,7 +140,7 @@ func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
 	}
 }
 
-// preempt decides a suspend of a running job (brief section 3). Boundary: the job runs on
+// preempt decides a suspend of a running job (docs/simulator.md). Boundary: the job runs on
 // to the end of its current epoch, writes its checkpoint and frees its GPUs (at once if it
 // is exactly at a checkpoint; if the boundary is the job's end it simply finishes). Now:
 // the job stops, loses the work since its last checkpoint, and frees its GPUs after the

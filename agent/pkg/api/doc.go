@@ -1,4 +1,4 @@
-// Package api serves the agent's local API to training processes (brief section 5; the wire
+// Package api serves the agent's local API to training processes (docs/agent.md; the wire
 // protocol is described in package protocol): a Unix socket, line-delimited JSON, one
 // connection per rank.
 //

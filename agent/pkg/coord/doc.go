@@ -1,5 +1,5 @@
 // Package coord connects the agent's registry of training pods to the Kubernetes API server
-// (brief section 5): it lists and watches the pods bound to its node (field selector
+// (docs/agent.md): it lists and watches the pods bound to its node (field selector
 // spec.nodeName, so it never sees, let alone trusts, a pod of another node), turns their
 // annotations (package protocol) into the registry's view — checkpoint request, acknowledged
 // request, resume point — and writes back acknowledgements and progress as annotations. All

@@ -1,5 +1,5 @@
 // Package traffic measures a training pod's storage read traffic and smooths it into the
-// read rate that the PickyMan predictor turns into an epoch time (brief section 4,
+// read rate that the PickyMan predictor turns into an epoch time (docs/policy.md,
 // "Prediction": epoch time = dataset bytes / smoothed read rate).
 //
 // # What is counted

@@ -1,4 +1,4 @@
-// Package controller holds the PickyMan operator's controllers (design brief section 5):
+// Package controller holds the PickyMan operator's controllers (docs/operator.md):
 //
 //   - JobReconciler (one per job kind, through the jobframework adapter) creates and
 //     updates each managed job's Allocation, keeps the job's suspend field and pod templates

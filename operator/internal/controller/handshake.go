@@ -19,7 +19,7 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
-// HandshakeReconciler carries out preemptions (design brief section 5). For a Preempting
+// HandshakeReconciler carries out preemptions (docs/operator.md). For a Preempting
 // Allocation it puts the checkpoint request on every pod of the job, waits until every live
 // pod has acknowledged that request id or the deadline has passed, records the resume epoch
 // and sets the Allocation Suspended, and only then suspends the job. A Suspended Allocation

@@ -88,7 +88,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 }
 
-// Cycle runs one scheduling cycle (design brief section 5):
+// Cycle runs one scheduling cycle (docs/operator.md):
 //
 //  1. snapshot: nodes from the cache, Allocations straight from the API server (the
 //     scheduler's own last writes must be in it, or GPUs could be promised twice), pod

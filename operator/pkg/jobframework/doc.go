@@ -1,5 +1,5 @@
 // Package jobframework is the seam between PickyMan and the training-job kinds it manages
-// (design brief section 5). A job kind is one adapter that implements GenericJob: it reads
+// (docs/operator.md). A job kind is one adapter that implements GenericJob: it reads
 // the gang shape (pod sets), queue and hints from the job, suspends and resumes it through
 // the kind's own suspend field, reports when it has finished, and maps each of its pods to a
 // pod set and an index so that the operator's binder can place every pod on the node its

@@ -1,5 +1,5 @@
-// Package overhead is PickyMan's model of what preempting a job costs (design brief
-// section 4, "Overhead model").
+// Package overhead is PickyMan's model of what preempting a job costs (docs/policy.md,
+// "Overhead model").
 //
 // For a running job v with epoch time T (from the predictor) and phase f (work done since
 // its last checkpoint, the time into the current epoch when it checkpoints every epoch):

@@ -1,4 +1,4 @@
-// Package predictor is PickyMan's execution-time predictor (design brief section 4,
+// Package predictor is PickyMan's execution-time predictor (docs/policy.md,
 // "Prediction"). It learns from the events the operator or the simulator reports
 // (sched.Observer) and predicts, for any job, its epoch time, its execution time at its
 // allocation and its remaining time:

@@ -1,4 +1,4 @@
-// Package profile is PickyMan's model-profile database (design brief section 4,
+// Package profile is PickyMan's model-profile database (docs/policy.md,
 // "Prediction"): for every model it keeps samples of observed training jobs (GPUs, epoch
 // time, resume time, checkpoint write time, dataset and checkpoint bytes) and fits the epoch
 // time against the allocation as t(G) = a + b/G by least squares.

@@ -7,7 +7,7 @@ import (
 
 // FitConfig says when a fit is trusted.
 type FitConfig struct {
-	// MinSamples is the least number of jobs a trusted fit rests on (brief: 4).
+	// MinSamples is the least number of jobs a trusted fit rests on (the paper and docs/policy.md: 4).
 	MinSamples int
 	// MaxRelResidual bounds the relative root-mean-square residual of a trusted fit.
 	MaxRelResidual float64

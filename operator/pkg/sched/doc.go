@@ -1,5 +1,5 @@
 // Package sched is PickyMan's scheduling core: the cluster snapshot, job states, gang
-// placement and the Policy interface (design brief sections 3 and 4).
+// placement and the Policy interface (docs/simulator.md and docs/policy.md).
 //
 // A policy is a pure function of a Snapshot that returns Decisions. The operator builds a
 // snapshot from its informers and carries the decisions out through the API server; the

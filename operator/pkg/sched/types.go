@@ -20,7 +20,7 @@ const (
 	Finished Phase = "Finished"
 )
 
-// SuspendMode says how a preempted job gives its GPUs back (brief section 3).
+// SuspendMode says how a preempted job gives its GPUs back (docs/simulator.md).
 type SuspendMode string
 
 const (

@@ -7,7 +7,7 @@ import (
 )
 
 // divide looks for the victim group V_i of waiting job q among the running jobs not yet
-// assigned, and preempts it if it pays (design brief section 4, ordered division):
+// assigned, and preempts it if it pays (docs/policy.md, ordered division):
 //
 //   - a victim v costs cost_v = T_q + waste_v: the waiting job's remaining time T_q,
 //     during which v is suspended, plus v's own overhead (resume; checkpoint write or lost

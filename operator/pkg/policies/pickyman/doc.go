@@ -1,4 +1,4 @@
-// Package pickyman is the PickyMan scheduling policy (design brief section 4; the algorithm
+// Package pickyman is the PickyMan scheduling policy (docs/policy.md; the algorithm
 // and its evidence are in docs/policy.md).
 //
 // Each cycle is one Schedule call on a snapshot:

@@ -97,7 +97,7 @@ type waiting struct {
 	key time.Duration
 }
 
-// Schedule decides one cycle (design brief section 4, ordered division):
+// Schedule decides one cycle (docs/policy.md, ordered division):
 //
 //  1. plan on the snapshot and start the jobs whose reservations are free;
 //  2. predict every job's remaining time;
