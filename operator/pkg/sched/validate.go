@@ -22,137 +22,173 @@ import (
 //     its GPUs, plus the GPUs a grow adds there. A node the snapshot itself already
 //     over-commits is reported only if the decisions add to it.
 func Validate(s *Snapshot, d Decisions) error {
-	ix := NewIndex(s)
-	var errs []error
-	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	v := newValidator(s)
+	v.starts(d.Starts)
+	v.preemptions(d.Preemptions)
+	v.reservations(d.Reservations)
+	v.nodeAccounting(d.Starts)
+	return errors.Join(v.errs...)
+}
 
-	nodes := make(map[string]*Node, len(s.Nodes))
+// validator holds what Validate's phases learn about the decisions: which jobs they start,
+// preempt and reserve, the victims they add for each queued job, and the GPUs grows add.
+type validator struct {
+	s     *Snapshot
+	ix    *Index
+	nodes map[string]*Node
+	errs  []error
+
+	started   map[string]bool
+	preempted map[string]bool
+	freeing   map[string][]*Job // new victims by the job they free GPUs for
+	added     []Slot            // GPUs that grows promise
+	reserved  map[string][]Slot
+}
+
+func newValidator(s *Snapshot) *validator {
+	v := &validator{s: s, ix: NewIndex(s), nodes: make(map[string]*Node, len(s.Nodes)),
+		started: map[string]bool{}, preempted: map[string]bool{}, freeing: map[string][]*Job{}, reserved: map[string][]Slot{}}
 	for i := range s.Nodes {
-		nodes[s.Nodes[i].Name] = &s.Nodes[i]
+		v.nodes[s.Nodes[i].Name] = &s.Nodes[i]
 	}
-	checkPlacement := func(what string, j *Job, p []Slot) {
-		if err := CheckShape(j, p); err != nil {
-			fail("%s %s: %v", what, j.ID, err)
-		}
-		for _, sl := range p {
-			n, ok := nodes[sl.Node]
-			if !ok {
-				fail("%s %s: unknown node %q", what, j.ID, sl.Node)
-				continue
-			}
-			if n.Unschedulable {
-				fail("%s %s: node %q is unschedulable", what, j.ID, sl.Node)
-			}
-			if j.GPUModel != "" && n.GPUModel != j.GPUModel {
-				fail("%s %s: node %q has GPU model %q, job needs %q", what, j.ID, sl.Node, n.GPUModel, j.GPUModel)
-			}
-		}
-	}
+	return v
+}
 
-	started := make(map[string]bool, len(d.Starts))
-	for _, st := range d.Starts {
-		j := ix.Job(st.JobID)
+func (v *validator) fail(format string, a ...any) { v.errs = append(v.errs, fmt.Errorf(format, a...)) }
+
+// placement checks a placement of j: its gang shape, and existing schedulable nodes of the
+// job's GPU model.
+func (v *validator) placement(what string, j *Job, p []Slot) {
+	if err := CheckShape(j, p); err != nil {
+		v.fail("%s %s: %v", what, j.ID, err)
+	}
+	for _, sl := range p {
+		n, ok := v.nodes[sl.Node]
+		if !ok {
+			v.fail("%s %s: unknown node %q", what, j.ID, sl.Node)
+			continue
+		}
+		if n.Unschedulable {
+			v.fail("%s %s: node %q is unschedulable", what, j.ID, sl.Node)
+		}
+		if j.GPUModel != "" && n.GPUModel != j.GPUModel {
+			v.fail("%s %s: node %q has GPU model %q, job needs %q", what, j.ID, sl.Node, n.GPUModel, j.GPUModel)
+		}
+	}
+}
+
+// starts: each names a queued job once, at a valid placement.
+func (v *validator) starts(starts []Start) {
+	for _, st := range starts {
+		j := v.ix.Job(st.JobID)
 		switch {
 		case j == nil:
-			fail("start %s: unknown job", st.JobID)
+			v.fail("start %s: unknown job", st.JobID)
 			continue
-		case started[st.JobID]:
-			fail("start %s: started twice", st.JobID)
+		case v.started[st.JobID]:
+			v.fail("start %s: started twice", st.JobID)
 			continue
 		case j.Phase != Queued:
-			fail("start %s: job is %s, not Queued", st.JobID, j.Phase)
+			v.fail("start %s: job is %s, not Queued", st.JobID, j.Phase)
 		}
-		started[st.JobID] = true
-		checkPlacement("start", j, st.Placement)
+		v.started[st.JobID] = true
+		v.placement("start", j, st.Placement)
 	}
+}
 
-	preempted := make(map[string]bool, len(d.Preemptions))
-	freeing := make(map[string][]*Job) // new victims by the job they free GPUs for
-	var added []Slot                   // GPUs that grows promise
-	for _, p := range d.Preemptions {
-		j := ix.Job(p.JobID)
+// preemptions: each names a running job once, with a known mode; a resize is of an elastic
+// job at the boundary to a valid placement; For names a queued job.
+func (v *validator) preemptions(preemptions []Preemption) {
+	for _, p := range preemptions {
+		j := v.ix.Job(p.JobID)
 		switch {
 		case j == nil:
-			fail("preemption %s: unknown job", p.JobID)
+			v.fail("preemption %s: unknown job", p.JobID)
 			continue
-		case preempted[p.JobID]:
-			fail("preemption %s: preempted twice", p.JobID)
+		case v.preempted[p.JobID]:
+			v.fail("preemption %s: preempted twice", p.JobID)
 			continue
 		case j.Phase != Running:
-			fail("preemption %s: job is %s, not Running", p.JobID, j.Phase)
+			v.fail("preemption %s: job is %s, not Running", p.JobID, j.Phase)
 		}
-		preempted[p.JobID] = true
+		v.preempted[p.JobID] = true
 		if p.Mode != SuspendNow && p.Mode != SuspendBoundary {
-			fail("preemption %s: unknown suspend mode %q", p.JobID, p.Mode)
+			v.fail("preemption %s: unknown suspend mode %q", p.JobID, p.Mode)
 		}
 		victim := j
 		if p.Resize != nil {
 			switch {
 			case !j.Elastic():
-				fail("resize %s: job is not elastic", p.JobID)
+				v.fail("resize %s: job is not elastic", p.JobID)
 			case p.Mode != SuspendBoundary:
-				fail("resize %s: mode %q, a resize checkpoints at the boundary", p.JobID, p.Mode)
+				v.fail("resize %s: mode %q, a resize checkpoints at the boundary", p.JobID, p.Mode)
 			}
-			checkPlacement("resize", j, p.Resize)
-			added = append(added, Added(j.Placement, p.Resize)...)
+			v.placement("resize", j, p.Resize)
+			v.added = append(v.added, Added(j.Placement, p.Resize)...)
 			c := *j
 			c.Suspend = &SuspendState{Mode: p.Mode, For: p.For, Resize: p.Resize}
 			victim = &c
 		}
 		if p.For != "" {
-			if q := ix.Job(p.For); q == nil || q.Phase != Queued {
-				fail("preemption %s: for %s, which is not a queued job", p.JobID, p.For)
+			if q := v.ix.Job(p.For); q == nil || q.Phase != Queued {
+				v.fail("preemption %s: for %s, which is not a queued job", p.JobID, p.For)
 			}
-			freeing[p.For] = append(freeing[p.For], victim)
+			v.freeing[p.For] = append(v.freeing[p.For], victim)
 		}
 	}
+}
 
-	reserved := make(map[string][]Slot, len(d.Reservations))
-	for _, r := range d.Reservations {
-		j := ix.Job(r.JobID)
+// reservations: each names a queued job once that is not also started, at a valid placement.
+func (v *validator) reservations(reservations []Reservation) {
+	for _, r := range reservations {
+		j := v.ix.Job(r.JobID)
 		switch {
 		case j == nil:
-			fail("reservation %s: unknown job", r.JobID)
+			v.fail("reservation %s: unknown job", r.JobID)
 			continue
-		case reserved[r.JobID] != nil:
-			fail("reservation %s: reserved twice", r.JobID)
+		case v.reserved[r.JobID] != nil:
+			v.fail("reservation %s: reserved twice", r.JobID)
 			continue
 		case j.Phase != Queued:
-			fail("reservation %s: job is %s, not Queued", r.JobID, j.Phase)
-		case started[r.JobID]:
-			fail("reservation %s: job is also started", r.JobID)
+			v.fail("reservation %s: job is %s, not Queued", r.JobID, j.Phase)
+		case v.started[r.JobID]:
+			v.fail("reservation %s: job is also started", r.JobID)
 		}
-		reserved[r.JobID] = r.Placement
-		checkPlacement("reservation", j, r.Placement)
+		v.reserved[r.JobID] = r.Placement
+		v.placement("reservation", j, r.Placement)
 	}
+}
 
-	// Node accounting, before and after the decisions.
+// nodeAccounting: no node holds more GPUs after the decisions than it has, unless it did
+// before and the decisions add nothing to it.
+func (v *validator) nodeAccounting(starts []Start) {
+	s := v.s
 	before := make(map[string]int32, len(s.Nodes))
 	after := make(map[string]int32, len(s.Nodes))
 	for i := range s.Nodes {
 		before[s.Nodes[i].Name] = s.Nodes[i].Used
 		after[s.Nodes[i].Name] = s.Nodes[i].Used
 	}
-	for _, st := range d.Starts {
+	for _, st := range starts {
 		for _, sl := range st.Placement {
 			after[sl.Node] += sl.GPUs
 		}
 	}
-	for _, sl := range added {
+	for _, sl := range v.added {
 		after[sl.Node] += sl.GPUs
 	}
-	for _, q := range ix.Queued {
-		for _, sl := range ix.Hold(q) {
+	for _, q := range v.ix.Queued {
+		for _, sl := range v.ix.Hold(q) {
 			before[sl.Node] += sl.GPUs
 		}
-		if started[q.ID] {
+		if v.started[q.ID] {
 			continue
 		}
-		r, ok := reserved[q.ID]
+		r, ok := v.reserved[q.ID]
 		if !ok {
 			r = q.Reserved
 		}
-		fr := append(append([]*Job(nil), ix.FreeingFor(q.ID)...), freeing[q.ID]...)
+		fr := append(append([]*Job(nil), v.ix.FreeingFor(q.ID)...), v.freeing[q.ID]...)
 		for _, sl := range HoldOf(r, fr) {
 			after[sl.Node] += sl.GPUs
 		}
@@ -160,9 +196,8 @@ func Validate(s *Snapshot, d Decisions) error {
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		if a := after[n.Name]; a > n.GPUs && a > before[n.Name] {
-			fail("node %s over-committed: %d GPUs promised (used %d, starts, grows and reservations %d), has %d",
+			v.fail("node %s over-committed: %d GPUs promised (used %d, starts, grows and reservations %d), has %d",
 				n.Name, a, n.Used, a-n.Used, n.GPUs)
 		}
 	}
-	return errors.Join(errs...)
 }
