@@ -29,117 +29,110 @@ type PhaseTime struct {
 // idempotent. An error names the component that failed and where its log is.
 func Up(ctx context.Context, o Options) (*Info, error) {
 	info := &Info{Name: o.Name, Kubeconfig: o.Kubeconfig(), Workdir: o.Workdir()}
-	phase := func(name string, f func() error) error {
-		start := time.Now()
-		err := f()
-		info.Phases = append(info.Phases, PhaseTime{name, time.Since(start)})
-		if err == nil {
-			o.logf("%-18s %v", name, time.Since(start).Round(time.Millisecond))
-		}
-		return err
-	}
 	var c *Clients
-
-	// 1. Binaries: everything runs from bin/; nothing is downloaded.
-	if err := phase("binaries", func() error {
-		if missing := o.MissingBinaries(); len(missing) > 0 {
-			return fmt.Errorf("missing binaries (run `make tools`): %s", strings.Join(missing, ", "))
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	// 2. Control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the
-	// kwok controller, as local processes managed by kwokctl.
-	if err := phase("control-plane", func() error {
-		args, err := o.createArgs()
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(o.Home, 0o755); err != nil {
-			return err
-		}
-		if _, err := o.kwokctl(ctx, args...); err != nil {
-			return fmt.Errorf("%w\n%s", err, o.diagnose())
-		}
-		if c, err = NewClients(o.Kubeconfig()); err != nil {
-			return err
-		}
-		if err := c.WaitReady(ctx, o.Timeout); err != nil {
-			return fmt.Errorf("component kube-apiserver not ready: %w\n%s", err, o.diagnose())
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	// 3. CRDs of the training-operator and of KubeRay, from their module sources.
-	if o.TrainingOperator || o.KubeRay {
-		if err := phase("crds", func() error {
-			if o.TrainingOperator {
-				if _, err := c.ApplyCRDs(ctx, o.CRDDir, o.Timeout); err != nil {
-					return err
-				}
-			}
-			if o.KubeRay {
-				if _, err := c.ApplyCRDs(ctx, o.KubeRayCRDDir, o.Timeout); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	// 4. Fake GPU nodes; kwok marks them Ready.
-	if err := phase("nodes", func() error {
-		nodes := BuildNodes(o.Pools)
-		n, err := c.EnsureNodes(ctx, nodes)
-		info.NodesCreated = n
-		if err != nil {
-			return err
-		}
-		names := make([]string, len(nodes))
-		for i, node := range nodes {
-			names[i] = node.Name
-		}
-		if err := c.WaitNodesReady(ctx, names, o.Timeout); err != nil {
-			return fmt.Errorf("component kwok-controller: %w\n%s", err, o.diagnose())
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	// 4b. Real nodes: a kubelet on containerd with CNI, and kube-proxy (realnode.go).
-	if o.RealNodes > 0 {
-		if err := phase("real-nodes", func() error { return o.StartRealNodes(ctx, c) }); err != nil {
-			return nil, err
-		}
-	}
-	// 5. The training-operator, as a local process.
-	if o.TrainingOperator {
-		if err := phase("training-operator", func() error {
+	steps := []struct {
+		name string
+		when bool
+		run  func() error
+	}{
+		// 1. Binaries: everything runs from bin/; nothing is downloaded.
+		{"binaries", true, o.checkBinaries},
+		// 2. Control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+		// the kwok controller, as local processes managed by kwokctl.
+		{"control-plane", true, func() (err error) { c, err = o.upControlPlane(ctx); return err }},
+		// 3. CRDs of the training-operator and of KubeRay, from their module sources.
+		{"crds", o.TrainingOperator || o.KubeRay, func() error { return o.applyCRDs(ctx, c) }},
+		// 4. Fake GPU nodes; kwok marks them Ready.
+		{"nodes", true, func() (err error) { info.NodesCreated, err = o.upNodes(ctx, c); return err }},
+		// 4b. Real nodes: a kubelet on containerd with CNI, and kube-proxy (realnode.go).
+		{"real-nodes", o.RealNodes > 0, func() error { return o.StartRealNodes(ctx, c) }},
+		// 5. The training-operator, as a local process.
+		{"training-operator", o.TrainingOperator, func() error {
 			if err := prepareTrainingOperator(ctx, c); err != nil {
 				return fmt.Errorf("component training-operator: %w", err)
 			}
 			_, err := o.startTrainingOperator(ctx)
 			return err
-		}); err != nil {
-			return nil, err
-		}
+		}},
+		// 5b. KubeRay's controllers, as a local process.
+		{"kuberay", o.KubeRay, func() error { return o.startKubeRay(ctx) }},
+		// 6. PickyMan: installed from its installer, or its operator and agent as local
+		// processes (DeployPickyMan).
+		{"pickyman", o.PickyMan != nil, func() error { return o.DeployPickyMan(ctx, c) }},
 	}
-	// 5b. KubeRay's controllers, as a local process.
-	if o.KubeRay {
-		if err := phase("kuberay", func() error { return o.startKubeRay(ctx) }); err != nil {
+	for _, st := range steps {
+		if !st.when {
+			continue
+		}
+		start := time.Now()
+		err := st.run()
+		info.Phases = append(info.Phases, PhaseTime{st.name, time.Since(start)})
+		if err != nil {
 			return nil, err
 		}
-	}
-	// 6. PickyMan's operator and agent, as local processes under their ServiceAccounts.
-	if o.PickyMan != nil {
-		if err := phase("pickyman", func() error { return o.DeployPickyMan(ctx, c) }); err != nil {
-			return nil, err
-		}
+		o.logf("%-18s %v", st.name, time.Since(start).Round(time.Millisecond))
 	}
 	return info, nil
+}
+
+func (o Options) checkBinaries() error {
+	if missing := o.MissingBinaries(); len(missing) > 0 {
+		return fmt.Errorf("missing binaries (run `make tools`): %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func (o Options) upControlPlane(ctx context.Context) (*Clients, error) {
+	args, err := o.createArgs()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Home, 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := o.kwokctl(ctx, args...); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, o.diagnose())
+	}
+	c, err := NewClients(o.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.WaitReady(ctx, o.Timeout); err != nil {
+		return nil, fmt.Errorf("component kube-apiserver not ready: %w\n%s", err, o.diagnose())
+	}
+	return c, nil
+}
+
+func (o Options) applyCRDs(ctx context.Context, c *Clients) error {
+	if o.TrainingOperator {
+		if _, err := c.ApplyCRDs(ctx, o.CRDDir, o.Timeout); err != nil {
+			return err
+		}
+	}
+	if o.KubeRay {
+		if _, err := c.ApplyCRDs(ctx, o.KubeRayCRDDir, o.Timeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upNodes creates the fake GPU nodes that are missing and waits until kwok marks them Ready;
+// it returns how many it created.
+func (o Options) upNodes(ctx context.Context, c *Clients) (int, error) {
+	nodes := BuildNodes(o.Pools)
+	n, err := c.EnsureNodes(ctx, nodes)
+	if err != nil {
+		return n, err
+	}
+	names := make([]string, len(nodes))
+	for i, node := range nodes {
+		names[i] = node.Name
+	}
+	if err := c.WaitNodesReady(ctx, names, o.Timeout); err != nil {
+		return n, fmt.Errorf("component kwok-controller: %w\n%s", err, o.diagnose())
+	}
+	return n, nil
 }
 
 // Total is the time Up took.
