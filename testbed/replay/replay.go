@@ -118,7 +118,9 @@ func createRetrying(ctx context.Context, c client.Client, obj client.Object, ret
 	}
 }
 
-// Run replays the jobs and returns what the cluster did, in trace time.
+// Run replays the jobs and returns what the cluster did, in trace time: it builds one
+// object per trace job, submits each at its scaled arrival, follows the Allocations until
+// every job finished, and reads the timelines back.
 func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 	if o.TimeScale <= 0 {
 		return nil, errors.New("replay: time scale must be positive")
@@ -126,23 +128,50 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 	if o.Stuck <= 0 {
 		o.Stuck = 3 * time.Minute
 	}
+	jobs, built, err := buildJobs(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepare(ctx, c, o, jobs); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub := newSubmitter(len(jobs))
+	go sub.run(sctx, c, o, jobs, built, start)
+	if err := follow(ctx, c, o, jobs, sub, start); err != nil {
+		return nil, err
+	}
+	<-sub.done
+	wall := time.Since(start)
+	run, err := timelines(ctx, c, o, jobs, sub.submitted, start)
+	if err != nil {
+		return nil, err
+	}
+	run.Wall = wall
+	return run, nil
+}
+
+// buildJobs sorts the trace's jobs by arrival and builds the object of each: the simulator's
+// gang (a job whose worker shape the trace did not give is split to fit the largest node),
+// and an elastic PyTorchJob for the elastic share.
+func buildJobs(o Options) ([]traces.Job, []client.Object, error) {
 	jobs := append([]traces.Job(nil), o.Jobs...)
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Submit < jobs[b].Submit })
 	built := make([]client.Object, len(jobs))
 	for i, j := range jobs {
 		kind, err := KindOf(o.Kind, i)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		// The simulator's gang: a job whose worker shape the trace did not give is split to
-		// fit the largest node, and the elastic share is elastic.
 		w, per, lo, hi := sim.Shape(&j, o.Seed, o.Elastic, o.MaxNode)
 		if hi > 0 {
 			if kind != KindPyTorchJob {
-				return nil, fmt.Errorf("trace job %s is elastic: elastic jobs are replayed as PyTorchJobs, not %s", j.ID, kind)
+				return nil, nil, fmt.Errorf("trace job %s is elastic: elastic jobs are replayed as PyTorchJobs, not %s", j.ID, kind)
 			}
 			if built[i], err = BuildElastic(j, w, per, lo, hi, JobName(i), o.Namespace, o.Name); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
@@ -150,67 +179,75 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 			j.Workers, j.GPUsPerWorker = w, per
 		}
 		if built[i], err = Build(kind, j, JobName(i), o.Namespace, o.Name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if err := prepare(ctx, c, o, jobs); err != nil {
-		return nil, err
-	}
+	return jobs, built, nil
+}
 
-	// 1. Submit at the scaled arrival times.
-	start := time.Now()
-	toReal := func(d time.Duration) time.Duration { return time.Duration(float64(d) / o.TimeScale) }
-	submitted := make([]time.Time, len(jobs))
-	var (
-		mu        sync.Mutex
-		nSubmit   int
-		submitErr error
-	)
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i, j := range jobs {
-			if d := time.Until(start.Add(toReal(j.Submit))); d > 0 {
-				select {
-				case <-sctx.Done():
-					return
-				case <-time.After(d):
-				}
-			}
-			now := time.Now()
-			if err := createRetrying(sctx, c.Client, built[i], o.SubmitRetry, o.Progress); err != nil {
-				mu.Lock()
-				submitErr = fmt.Errorf("submit trace job %s as %s/%s: %w", j.ID, o.Namespace, JobName(i), err)
-				mu.Unlock()
+// submitter creates the jobs at their scaled arrival times, in the background.
+type submitter struct {
+	done      chan struct{}
+	mu        sync.Mutex
+	submitted []time.Time // when each job was created
+	n         int
+	err       error
+}
+
+func newSubmitter(n int) *submitter {
+	return &submitter{done: make(chan struct{}), submitted: make([]time.Time, n)}
+}
+
+func (s *submitter) run(ctx context.Context, c Clients, o Options, jobs []traces.Job, built []client.Object, start time.Time) {
+	defer close(s.done)
+	for i, j := range jobs {
+		if d := time.Until(start.Add(time.Duration(float64(j.Submit) / o.TimeScale))); d > 0 {
+			select {
+			case <-ctx.Done():
 				return
+			case <-time.After(d):
 			}
-			mu.Lock()
-			submitted[i], nSubmit = now, nSubmit+1
-			mu.Unlock()
 		}
-	}()
+		now := time.Now()
+		if err := createRetrying(ctx, c.Client, built[i], o.SubmitRetry, o.Progress); err != nil {
+			s.mu.Lock()
+			s.err = fmt.Errorf("submit trace job %s as %s/%s: %w", j.ID, o.Namespace, JobName(i), err)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		s.submitted[i], s.n = now, s.n+1
+		s.mu.Unlock()
+	}
+}
 
-	// 2. Follow until every job finished.
+// state is how many jobs were submitted and the error that stopped submitting, if any.
+func (s *submitter) state() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n, s.err
+}
+
+// follow polls the Allocations every 2 s, prints the progress, and returns when every job
+// was submitted and finished; it fails when submitting failed, or when nothing changed for
+// o.Stuck after the last submission.
+func follow(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub *submitter, start time.Time) error {
 	lastChange, lastKey := time.Now(), ""
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-tick.C:
 		}
-		mu.Lock()
-		n, serr := nSubmit, submitErr
-		mu.Unlock()
+		n, serr := sub.state()
 		if serr != nil {
-			return nil, serr
+			return serr
 		}
 		var list pickymanv1.AllocationList
 		if err := c.Client.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
-			return nil, fmt.Errorf("list Allocations: %w", err)
+			return fmt.Errorf("list Allocations: %w", err)
 		}
 		count := map[pickymanv1.AllocationPhase]int{}
 		for _, a := range list.Items {
@@ -227,22 +264,12 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 				(time.Duration(float64(time.Since(start)) * o.TimeScale)).Round(time.Minute))
 		}
 		if n == len(jobs) && count[pickymanv1.AllocationFinished] == len(jobs) {
-			break
+			return nil
 		}
 		if n == len(jobs) && time.Since(lastChange) > o.Stuck {
-			return nil, stuck(list.Items, time.Since(lastChange), o, jobs)
+			return stuck(list.Items, time.Since(lastChange), o, jobs)
 		}
 	}
-	<-done
-	wall := time.Since(start)
-
-	// 3. Read the timelines back.
-	run, err := timelines(ctx, c, o, jobs, submitted, start)
-	if err != nil {
-		return nil, err
-	}
-	run.Wall = wall
-	return run, nil
 }
 
 // prepare creates the namespace and the priority classes.
