@@ -82,20 +82,8 @@ func newReplayCommand() *cobra.Command {
 }
 
 func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) error {
-	if !slices.Contains(policies.Names(), o.policy) {
-		return fmt.Errorf("unknown policy %q (registered: %s)", o.policy, strings.Join(policies.Names(), ", "))
-	}
-	if _, err := replay.KindOf(o.kind, 0); err != nil {
-		return fmt.Errorf("--kind: %w", err)
-	}
-	if o.elastic < 0 || o.elastic > 1 {
-		return fmt.Errorf("--elastic %v: want a share between 0 and 1", o.elastic)
-	}
-	if o.grow < 1 {
-		return fmt.Errorf("--elastic-grow %d: want 1 or more", o.grow)
-	}
-	if o.elastic > 0 && o.kind != replay.KindPyTorchJob {
-		return fmt.Errorf("--elastic: elastic jobs are PyTorchJobs; --kind %s", o.kind)
+	if err := o.validate(); err != nil {
+		return err
 	}
 	elastic := sim.Elasticity{Share: o.elastic, Grow: o.grow}
 	size, err := traces.ParseCluster(o.cluster)
@@ -111,52 +99,16 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	}
 	gpus := int32(size.GPUs())
 
-	// 1. The cluster.
-	kubeconfig := o.target
-	var opts cluster.Options
-	local := o.target == "local"
+	// 1. The cluster: the local testbed brought up for the replay, or the one of --cluster.
+	kubeconfig, opts, local := o.target, cluster.Options{}, o.target == "local"
 	if local {
-		opts = cluster.DefaultOptions("")
-		opts.Name, opts.Log = o.name, stderr
-		for _, p := range size.Pools {
-			model := p.GPUModel
-			if model == "" {
-				model = "A100"
-			}
-			opts.Pools = append(opts.Pools, cluster.Pool{Nodes: p.Count, GPUsPerNode: int(p.GPUs), Model: model})
-		}
-		// PickyMan installed by its installer on a real node (images from make images);
-		// --pickyman-processes runs it as local processes.
-		opts.PickyMan = &cluster.PickyMan{Config: replay.OperatorConfig(o.policy, jobs, o.timeScale), TimeScale: o.timeScale, Seed: o.seed,
-			Installed: !o.processes}
-		if !o.processes {
-			opts.RealNodes = 1
-		}
-		if err := cluster.Down(ctx, opts); err != nil {
-			return fmt.Errorf("clear cluster %s: %w", o.name, err)
-		}
-		info, err := cluster.Up(ctx, opts)
-		if err != nil {
+		var down func()
+		if opts, kubeconfig, down, err = o.upLocal(ctx, size, jobs, stderr); err != nil {
 			return err
 		}
-		if !o.keep {
-			defer func() {
-				if err := cluster.Down(context.Background(), opts); err != nil {
-					fmt.Fprintf(stderr, "taking cluster %s down: %v\n", o.name, err)
-				}
-			}()
-		}
-		kubeconfig = info.Kubeconfig
+		defer down()
 	}
-	clients, err := cluster.NewClients(kubeconfig)
-	if err != nil {
-		return err
-	}
-	scheme, err := replay.Scheme()
-	if err != nil {
-		return err
-	}
-	c, err := client.New(clients.Config, client.Options{Scheme: scheme})
+	clients, c, err := replayClients(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -178,20 +130,14 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 
 	// 3. The simulator on the same jobs.
 	if o.compare {
-		cfg := sim.DefaultConfig()
-		cfg.Seed, cfg.Elastic = o.seed, elastic
-		factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
-		cmp, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
+		simRun, err := o.simulateSame(ctx, size, jobs, elastic)
 		if err != nil {
 			return err
 		}
-		simRuns, err := cmp.Run(ctx)
-		if err != nil {
-			return err
-		}
-		simRuns[0].Policy = o.policy + " (simulator)"
-		runs = append(simRuns, run)
+		runs = []*metrics.Run{simRun, run}
 	}
+
+	// 4. The report, and the fidelity table beside the simulator.
 	meta.Cluster, meta.Seed, meta.GPUs = size.String(), o.seed, gpus
 	if o.elastic > 0 {
 		meta.Elastic, meta.ElasticGrow = o.elastic, o.grow
@@ -210,6 +156,96 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stderr, "wrote %s/results.json, jobs.csv, report.html and fidelity.md\n", o.out)
 	return nil
+}
+
+// validate checks the flags that need no trace or cluster.
+func (o replayOptions) validate() error {
+	if !slices.Contains(policies.Names(), o.policy) {
+		return fmt.Errorf("unknown policy %q (registered: %s)", o.policy, strings.Join(policies.Names(), ", "))
+	}
+	if _, err := replay.KindOf(o.kind, 0); err != nil {
+		return fmt.Errorf("--kind: %w", err)
+	}
+	if o.elastic < 0 || o.elastic > 1 {
+		return fmt.Errorf("--elastic %v: want a share between 0 and 1", o.elastic)
+	}
+	if o.grow < 1 {
+		return fmt.Errorf("--elastic-grow %d: want 1 or more", o.grow)
+	}
+	if o.elastic > 0 && o.kind != replay.KindPyTorchJob {
+		return fmt.Errorf("--elastic: elastic jobs are PyTorchJobs; --kind %s", o.kind)
+	}
+	return nil
+}
+
+// upLocal brings the local testbed up fresh for the replay: the trace's pools as kwok
+// nodes, and PickyMan installed by its installer on a real node (images from make images),
+// or as local processes with --pickyman-processes. down takes it down again, unless --keep.
+func (o replayOptions) upLocal(ctx context.Context, size traces.Cluster, jobs []traces.Job, stderr io.Writer) (opts cluster.Options, kubeconfig string, down func(), err error) {
+	opts = cluster.DefaultOptions("")
+	opts.Name, opts.Log = o.name, stderr
+	for _, p := range size.Pools {
+		model := p.GPUModel
+		if model == "" {
+			model = "A100"
+		}
+		opts.Pools = append(opts.Pools, cluster.Pool{Nodes: p.Count, GPUsPerNode: int(p.GPUs), Model: model})
+	}
+	opts.PickyMan = &cluster.PickyMan{Config: replay.OperatorConfig(o.policy, jobs, o.timeScale), TimeScale: o.timeScale, Seed: o.seed,
+		Installed: !o.processes}
+	if !o.processes {
+		opts.RealNodes = 1
+	}
+	if err := cluster.Down(ctx, opts); err != nil {
+		return opts, "", nil, fmt.Errorf("clear cluster %s: %w", o.name, err)
+	}
+	info, err := cluster.Up(ctx, opts)
+	if err != nil {
+		return opts, "", nil, err
+	}
+	down = func() {}
+	if !o.keep {
+		down = func() {
+			if err := cluster.Down(context.Background(), opts); err != nil {
+				fmt.Fprintf(stderr, "taking cluster %s down: %v\n", o.name, err)
+			}
+		}
+	}
+	return opts, info.Kubeconfig, down, nil
+}
+
+// replayClients are the clients of the cluster at kubeconfig, with the replay's scheme.
+func replayClients(kubeconfig string) (*cluster.Clients, client.Client, error) {
+	clients, err := cluster.NewClients(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	scheme, err := replay.Scheme()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(clients.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, nil, err
+	}
+	return clients, c, nil
+}
+
+// simulateSame runs the replay's policy in the simulator on the same jobs.
+func (o replayOptions) simulateSame(ctx context.Context, size traces.Cluster, jobs []traces.Job, elastic sim.Elasticity) (*metrics.Run, error) {
+	cfg := sim.DefaultConfig()
+	cfg.Seed, cfg.Elastic = o.seed, elastic
+	factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
+	cmp, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
+	if err != nil {
+		return nil, err
+	}
+	simRuns, err := cmp.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	simRuns[0].Policy = o.policy + " (simulator)"
+	return simRuns[0], nil
 }
 
 // Fidelity is the side-by-side of the simulator's and the cluster's summaries.
