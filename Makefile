@@ -44,7 +44,7 @@ test-unit: ## Run the unit tests with the race detector.
 	$(GO) test -race -count=1 $(PKGS)
 
 .PHONY: test
-test: vet check-generated test-unit fuzz $(TEST_TARGETS) ## Run every test: vet, generated-file check, unit (-race), fuzz, and the suites of mk/*.mk.
+test: vet check-generated lint test-unit fuzz $(TEST_TARGETS) ## Run every test: vet, generated-file check, lint, unit (-race, with the import rules), fuzz, and the suites of mk/*.mk.
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 10000x: executions) each.
@@ -61,7 +61,7 @@ check-generated: generate ## Fail if generated files differ from what is committ
 	  echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- $(GENERATED_PATHS); exit 1; fi
 
 .PHONY: lint
-lint: $(BIN)/golangci-lint ## Run golangci-lint.
+lint: $(BIN)/golangci-lint ## Run golangci-lint v2.15.0 (.golangci.yml: the standard linters and ginkgolinter, every build tag).
 	$(BIN)/golangci-lint run ./...
 
 $(BIN)/golangci-lint:

@@ -10,7 +10,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "pickyman.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // SA1019: the kubebuilder layout of an API package; its *_types.go files register with SchemeBuilder.Register
 
 	// AddToScheme adds the types of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

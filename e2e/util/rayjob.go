@@ -36,7 +36,7 @@ func MakeRayJob(name, ns string) *RayJobWrapper {
 }
 
 // Obj returns the job.
-func (w *RayJobWrapper) Obj() *rayv1.RayJob { return w.RayJob.DeepCopy() }
+func (w *RayJobWrapper) Obj() *rayv1.RayJob { return w.DeepCopy() }
 
 // Workers adds a worker group "gpu" of replicas pods of gpus GPUs each.
 func (w *RayJobWrapper) Workers(replicas, gpus int32) *RayJobWrapper {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pickyman/pickyman/testbed/report"
@@ -93,7 +94,9 @@ func classes(pods string, dirs []string) error {
 		var order []string
 		by := map[string]*acc{}
 		for _, j := range jobs {
-			if j["rejected"] == "true" {
+			// jobs.csv writes a rejected job's reason in this column (empty otherwise), and
+			// no waiting time.
+			if j["rejected"] != "" {
 				continue
 			}
 			a := by[j["policy"]]
@@ -106,8 +109,10 @@ func classes(pods string, dirs []string) error {
 			if high[j["job"]] {
 				c = 1
 			}
-			var w float64
-			fmt.Sscan(j["wait_s"], &w)
+			w, err := strconv.ParseFloat(j["wait_s"], 64)
+			if err != nil {
+				return fmt.Errorf("%s: job %s: wait_s: %w", dir, j["job"], err)
+			}
 			a.n[c]++
 			a.sum[c] += w
 		}

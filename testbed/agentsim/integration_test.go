@@ -45,7 +45,12 @@ func TestTestbedOnAPIServer(t *testing.T) {
 	tb.PodSync = 100 * time.Millisecond
 	done := make(chan error)
 	go func() { done <- tb.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("testbed agent: %v", err)
+		}
+	}()
 	eventually(t, "pod completed", 20*time.Second, func() bool {
 		v, _ := annotation(c, "job-worker-0", stages.CompleteAnnotation)
 		return v == stages.CompleteSucceeded

@@ -13,12 +13,14 @@ import (
 	"github.com/pickyman/pickyman/testbed/cluster/stages"
 )
 
-// Resource and label names of the NVIDIA device plugin and GPU feature discovery.
+// GPUResource is the resource name of the NVIDIA device plugin.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// Labels of GPU feature discovery and of the testbed's nodes.
 const (
-	GPUResource     corev1.ResourceName = "nvidia.com/gpu"
-	LabelGPUProduct                     = "nvidia.com/gpu.product"
-	LabelGPUCount                       = "nvidia.com/gpu.count"
-	LabelGPUMemory                      = "nvidia.com/gpu.memory" // MiB per GPU
+	LabelGPUProduct = "nvidia.com/gpu.product"
+	LabelGPUCount   = "nvidia.com/gpu.count"
+	LabelGPUMemory  = "nvidia.com/gpu.memory" // MiB per GPU
 	// LabelPool names the pool a testbed node was created for.
 	LabelPool = "pickyman.dev/pool"
 	// LabelType marks every node the testbed created, so that it can find and delete them.

@@ -2,26 +2,34 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestSampleUsageOfABusyProcess samples this test process while it spins, so its CPU share
-// must be above zero and its RSS positive.
+// TestSampleUsageOfABusyProcess samples this test process while a goroutine keeps it busy
+// hashing, so its CPU share must be above zero and its RSS positive.
 func TestSampleUsageOfABusyProcess(t *testing.T) {
 	stop := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
+		sum := sha256.Sum256(nil)
 		for {
 			select {
 			case <-stop:
 				return
 			default:
+				// A round of work between looks at stop: the CPU time the sample must see.
+				for range 1000 {
+					sum = sha256.Sum256(sum[:])
+				}
 			}
 		}
 	}()
-	defer close(stop)
+	defer func() { close(stop); <-done }()
 	us, err := SampleUsage(context.Background(), map[string]int{"self": os.Getpid()}, 300*time.Millisecond, 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)

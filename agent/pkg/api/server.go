@@ -115,8 +115,12 @@ func writeLine(w *bufio.Writer, resp protocol.Response) error {
 	if err != nil {
 		return err
 	}
-	w.Write(b)
-	w.WriteByte('\n')
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	if err := w.WriteByte('\n'); err != nil {
+		return err
+	}
 	return w.Flush()
 }
 

@@ -240,7 +240,10 @@ func TestHelperClient(t *testing.T) {
 	}
 	rd := bufio.NewReader(c)
 	for _, l := range strings.Split(lines, "\n") {
-		c.Write([]byte(l + "\n"))
+		if _, err := c.Write([]byte(l + "\n")); err != nil {
+			fmt.Println("write:", err)
+			os.Exit(2)
+		}
 		b, err := rd.ReadBytes('\n')
 		if err != nil {
 			fmt.Println("read:", err)

@@ -76,15 +76,6 @@ func pod(name, nodeName string, ann map[string]string, gpus int64) *corev1.Pod {
 	}
 }
 
-// running sets the pod's phase, as the kubelet (or kwok) would.
-func running(t *testing.T, c client.Client, p *corev1.Pod) {
-	t.Helper()
-	p.Status.Phase = corev1.PodRunning
-	if err := c.Status().Update(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func annotation(c client.Client, name, key string) (string, bool) {
 	p := &corev1.Pod{}
 	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, p); err != nil {
@@ -117,7 +108,12 @@ func TestAgentOnAPIServer(t *testing.T) {
 	co.Registry = reg
 	done := make(chan error)
 	go func() { done <- co.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("coordinator: %v", err)
+		}
+	}()
 
 	// Only the pod of its node reaches the registry (field selector on the real API server).
 	eventually(t, "pod of n1 in the registry", 10*time.Second, func() bool { _, ok := reg.Pod(string(mine.UID)); return ok })

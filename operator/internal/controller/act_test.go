@@ -52,7 +52,7 @@ func TestActReservesBeforePreempting(t *testing.T) {
 		writes []string
 	)
 	base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
-	c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+	c := interceptor.NewClient(base, interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			a := obj.(*v1alpha1.Allocation)
 			what := string(a.Status.Phase)

@@ -224,23 +224,21 @@ func allocGPUs(a *v1alpha1.Allocation) int32 {
 func (o *Operator) SyncJob(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation) error {
 	switch a.Status.Phase {
 	case v1alpha1.AllocationAdmitted:
-		changed := false
-		if job.IsSuspended() {
-			changed = jobframework.MutateTemplates(job, a.Name, o.socketDir(), jobframework.ResumePoint(a))
-			if el, ok := job.(jobframework.Elastic); ok && a.Spec.Elastic != nil {
-				// An elastic job runs at the size its Allocation was admitted at.
-				for _, s := range a.Spec.PodSets {
-					if s.Name == a.Spec.Elastic.PodSet {
-						el.SetCount(s.Name, s.Count)
-					}
-				}
-			}
-			job.Suspend(false)
-			changed = true
-		}
-		if !changed {
+		if !job.IsSuspended() {
 			return nil
 		}
+		// Unsuspending is a change of its own, so the job is written whether or not the
+		// templates needed one.
+		jobframework.MutateTemplates(job, a.Name, o.socketDir(), jobframework.ResumePoint(a))
+		if el, ok := job.(jobframework.Elastic); ok && a.Spec.Elastic != nil {
+			// An elastic job runs at the size its Allocation was admitted at.
+			for _, s := range a.Spec.PodSets {
+				if s.Name == a.Spec.Elastic.PodSet {
+					el.SetCount(s.Name, s.Count)
+				}
+			}
+		}
+		job.Suspend(false)
 		if err := o.Client.Update(ctx, job.Object()); err != nil {
 			return err
 		}

@@ -47,7 +47,9 @@ func TestAdmissionPinsPodsToPlacement(t *testing.T) {
 		for _, p := range pods {
 			set := map[string]string{"master": "Master", "worker": "Worker"}[p.Labels[kftraining.ReplicaTypeLabel]]
 			var idx int32
-			fmt.Sscan(p.Labels[kftraining.ReplicaIndexLabel], &idx)
+			if _, err := fmt.Sscan(p.Labels[kftraining.ReplicaIndexLabel], &idx); err != nil {
+				return fmt.Errorf("pod %s: replica index %q: %w", p.Name, p.Labels[kftraining.ReplicaIndexLabel], err)
+			}
 			want, _ := controller.NodeFor(a.Status.Placement, set, idx)
 			if p.Spec.NodeName != want {
 				return fmt.Errorf("pod %s on %q, want %q", p.Name, p.Spec.NodeName, want)

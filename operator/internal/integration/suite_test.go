@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,8 +81,15 @@ func trainerCRD(root string) (string, error) {
 
 // verbosity is the log verbosity of the operators under test: PICKYMAN_TEST_V, default 0.
 func verbosity() int {
-	v := 0
-	fmt.Sscan(os.Getenv("PICKYMAN_TEST_V"), &v)
+	s := strings.TrimSpace(os.Getenv("PICKYMAN_TEST_V"))
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: PICKYMAN_TEST_V=%q is not a number, using 0: %v\n", s, err)
+		return 0
+	}
 	return v
 }
 
@@ -164,6 +172,7 @@ func testConfig(policy string) *configv1.Configuration {
 
 // operator is a running operator manager.
 type operator struct {
+	t      *testing.T
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -180,7 +189,7 @@ func startOperator(t *testing.T, conf *configv1.Configuration) *operator {
 		t.Fatalf("operator: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{cancel: cancel, done: make(chan error, 1)}
+	op := &operator{t: t, cancel: cancel, done: make(chan error, 1)}
 	go func() { op.done <- mgr.Start(ctx) }()
 	addr := net.JoinHostPort(wo.LocalServingHost, fmt.Sprint(wo.LocalServingPort))
 	eventually(t, 20*time.Second, func() error {
@@ -200,7 +209,9 @@ func (o *operator) stop() {
 		return
 	}
 	o.cancel()
-	<-o.done
+	if err := <-o.done; err != nil {
+		o.t.Errorf("operator: %v", err)
+	}
 	o.cancel = nil
 }
 

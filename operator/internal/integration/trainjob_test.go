@@ -89,7 +89,9 @@ func trainPodsPinned(ns, job string, n int, want *agentv1alpha1.ResumePoint) err
 			continue
 		}
 		var idx int32
-		fmt.Sscan(p.Labels["batch.kubernetes.io/job-completion-index"], &idx)
+		if _, err := fmt.Sscan(p.Labels["batch.kubernetes.io/job-completion-index"], &idx); err != nil {
+			return fmt.Errorf("pod %s: completion index %q: %w", p.Name, p.Labels["batch.kubernetes.io/job-completion-index"], err)
+		}
 		node, _ := controller.NodeFor(a.Status.Placement, jobframework.TrainJobNodePodSet, idx)
 		switch {
 		case p.Spec.NodeName == "" || p.Spec.NodeName != node:

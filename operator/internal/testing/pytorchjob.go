@@ -30,7 +30,7 @@ func MakePyTorchJob(name, ns string) *PyTorchJobWrapper {
 }
 
 // Obj returns the job.
-func (w *PyTorchJobWrapper) Obj() *kftraining.PyTorchJob { return w.PyTorchJob.DeepCopy() }
+func (w *PyTorchJobWrapper) Obj() *kftraining.PyTorchJob { return w.DeepCopy() }
 
 // Replicas sets count replicas of type rt, each with one container that has a limit of gpus
 // nvidia.com/gpu (no limit if gpus < 0).

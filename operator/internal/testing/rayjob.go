@@ -48,7 +48,7 @@ func rayTemplate(name string, gpus int32) corev1.PodTemplateSpec {
 }
 
 // Obj returns the job.
-func (w *RayJobWrapper) Obj() *rayv1.RayJob { return w.RayJob.DeepCopy() }
+func (w *RayJobWrapper) Obj() *rayv1.RayJob { return w.DeepCopy() }
 
 // HeadGPUs gives the head a limit of gpus GPUs (none if gpus < 0).
 func (w *RayJobWrapper) HeadGPUs(gpus int32) *RayJobWrapper {

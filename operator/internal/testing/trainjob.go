@@ -39,7 +39,7 @@ func MakeTrainJob(name, ns string) *TrainJobWrapper {
 }
 
 // Obj returns the job.
-func (w *TrainJobWrapper) Obj() *unstructured.Unstructured { return w.Unstructured.DeepCopy() }
+func (w *TrainJobWrapper) Obj() *unstructured.Unstructured { return w.DeepCopy() }
 
 func (w *TrainJobWrapper) trainer() map[string]any {
 	spec := w.Object["spec"].(map[string]any)
