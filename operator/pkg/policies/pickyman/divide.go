@@ -37,56 +37,94 @@ func (c *cycle) divide(q waiting) bool {
 	if len(c.cands) == 0 {
 		return false
 	}
-	tq := q.rem.Seconds()
-	model := q.j.GPUModel
-	eligible := func(v *cand) bool {
-		if c.opts.QueueWait && !v.finishing && float64(v.rem) <= queueVictimMargin*float64(q.rem) {
-			return false
-		}
-		return !v.taken && (c.opts.FlatPriority || v.j.Priority <= q.j.Priority) && (model == "" || v.model == model)
+	order, picked, victims, placement, ok := c.searchVictims(q)
+	if !ok || len(victims) == 0 {
+		return false
 	}
-	key := func(v *cand) float64 {
-		if v.finishing {
-			return 0
-		}
-		return (tq + v.waste) / float64(v.gpus)
+	group := victimGroup(order, picked, victims)
+	if !c.pays(q, group) {
+		return false
 	}
-	heads := make([]int, len(c.classes))
-	next := func() *cand {
-		best := -1
-		var bestKey float64
-		var bestV *cand
-		for ci := range c.classes {
-			cl := &c.classes[ci]
-			v, ok := cl.at(heads[ci])
-			for ok && !eligible(v) {
-				heads[ci]++
-				v, ok = cl.at(heads[ci])
-			}
-			if !ok {
-				continue
-			}
-			if k := key(v); best < 0 || k < bestKey {
-				best, bestKey, bestV = ci, k, v
-			}
-		}
-		if best < 0 {
-			return nil
-		}
-		heads[best]++
-		return bestV
+	c.plan.Preempt(q.j, victims, placement, sched.SuspendBoundary, Reason)
+	for _, v := range group {
+		v.taken = true
+		c.left--
+		c.chosen[v.j.ID] = v
+		c.victims[v.j] = true
 	}
-	// Take an ordered prefix, grow it until the victim search succeeds or nothing is left.
-	order := c.scratch[:0]
-	var picked []*cand // picked[i] is the candidate of order[i]
-	var victims []*sched.Job
-	var placement []sched.Slot
-	ok := false
+	return true
+}
+
+// candidates yields the candidates eligible as victims of q in ascending cost per freed GPU,
+// merging the cycle's classes (each ordered once per cycle, lazily).
+type candidates struct {
+	c     *cycle
+	q     waiting
+	tq    float64
+	heads []int
+}
+
+func (c *cycle) candidatesFor(q waiting) *candidates {
+	return &candidates{c: c, q: q, tq: q.rem.Seconds(), heads: make([]int, len(c.classes))}
+}
+
+// eligible: not taken, of no higher priority than q (unless FlatPriority), of q's GPU model;
+// with QueueWait, predicted to run more than queueVictimMargin x T_q or ending at its
+// boundary.
+func (it *candidates) eligible(v *cand) bool {
+	c, q := it.c, it.q
+	if c.opts.QueueWait && !v.finishing && float64(v.rem) <= queueVictimMargin*float64(q.rem) {
+		return false
+	}
+	return !v.taken && (c.opts.FlatPriority || v.j.Priority <= q.j.Priority) && (q.j.GPUModel == "" || v.model == q.j.GPUModel)
+}
+
+// key is a victim's cost per freed GPU, (T_q + waste_v) / G_v; 0 for one ending at its
+// boundary.
+func (it *candidates) key(v *cand) float64 {
+	if v.finishing {
+		return 0
+	}
+	return (it.tq + v.waste) / float64(v.gpus)
+}
+
+// next returns the cheapest eligible candidate left, or nil.
+func (it *candidates) next() *cand {
+	best := -1
+	var bestKey float64
+	var bestV *cand
+	for ci := range it.c.classes {
+		cl := &it.c.classes[ci]
+		v, ok := cl.at(it.heads[ci])
+		for ok && !it.eligible(v) {
+			it.heads[ci]++
+			v, ok = cl.at(it.heads[ci])
+		}
+		if !ok {
+			continue
+		}
+		if k := it.key(v); best < 0 || k < bestKey {
+			best, bestKey, bestV = ci, k, v
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	it.heads[best]++
+	return bestV
+}
+
+// searchVictims takes an ordered prefix of the candidates and grows it (64, 256, ... up to
+// MaxScan) until the victim search finds a placement for q or nothing is left. picked[i] is
+// the candidate of order[i].
+func (c *cycle) searchVictims(q waiting) (order []*sched.Job, picked []*cand, victims []*sched.Job, placement []sched.Slot, ok bool) {
+	it := c.candidatesFor(q)
+	order = c.scratch[:0]
 	for limit := 64; limit <= c.opts.MaxScan*4; limit *= 4 {
 		limit = min(limit, c.opts.MaxScan)
 		exhausted := false
 		for len(order) < limit {
-			v := next()
+			v := it.next()
 			if v == nil {
 				exhausted = true
 				break
@@ -100,10 +138,11 @@ func (c *cycle) divide(q waiting) bool {
 		}
 	}
 	c.scratch = order
-	if !ok || len(victims) == 0 {
-		return false
-	}
-	// Victims come back in candidate order: map them to their entries.
+	return order, picked, victims, placement, ok
+}
+
+// victimGroup maps the victims, which come back in candidate order, to their candidates.
+func victimGroup(order []*sched.Job, picked []*cand, victims []*sched.Job) []*cand {
 	group := make([]*cand, 0, len(victims))
 	for i, k := 0, 0; i < len(order) && k < len(victims); i++ {
 		if order[i] == victims[k] {
@@ -111,7 +150,15 @@ func (c *cycle) divide(q waiting) bool {
 			k++
 		}
 	}
-	// Benefit test.
+	return group
+}
+
+// pays is the benefit test: preempting group pays when the waiting time it saves q (its
+// natural wait, with QueueWait at least the queue's ahead of it, less the time until the
+// victims' GPUs are free) exceeds Gain x the victims' costs. A job whose GPUs never free up
+// without preemption always gains.
+func (c *cycle) pays(q waiting, group []*cand) bool {
+	tq := q.rem.Seconds()
 	var costSum float64
 	var groupDelay time.Duration
 	for _, v := range group {
@@ -130,18 +177,9 @@ func (c *cycle) divide(q waiting) bool {
 			natural = w
 		}
 	}
-	if freesUp {
-		saving := (natural - groupDelay).Seconds()
-		if saving <= 0 || saving <= c.opts.Gain*costSum {
-			return false
-		}
+	if !freesUp {
+		return true
 	}
-	c.plan.Preempt(q.j, victims, placement, sched.SuspendBoundary, Reason)
-	for _, v := range group {
-		v.taken = true
-		c.left--
-		c.chosen[v.j.ID] = v
-		c.victims[v.j] = true
-	}
-	return true
+	saving := (natural - groupDelay).Seconds()
+	return saving > 0 && saving > c.opts.Gain*costSum
 }

@@ -114,8 +114,36 @@ func (c *cycle) shrink(q waiting) bool {
 	if !c.built {
 		c.build()
 	}
-	view := c.plan.View
-	model := q.j.GPUModel
+	cs := c.shrinkCandidates(q)
+	if len(cs) == 0 {
+		return false
+	}
+	f := &freeing{view: c.plan.View, q: q.j, freed: map[string]int32{}}
+	group, placement, ok := f.take(cs)
+	if !ok {
+		return false
+	}
+	placement = f.giveBack(group, placement)
+	group = slices.DeleteFunc(group, func(sc *shrinkCand) bool { return sc.removed == 0 })
+	if len(group) == 0 || !c.shrinkPays(q, group) {
+		return false
+	}
+	resizes := make([]sched.Preemption, 0, len(group))
+	for _, sc := range group {
+		keep := slices.DeleteFunc(sc.keep, func(sl sched.Slot) bool { return sl.Workers == 0 })
+		resizes = append(resizes, sched.Preemption{JobID: sc.v.j.ID, Reason: ReasonShrink, Resize: keep})
+		sc.v.taken = true
+		c.left--
+		c.victims[sc.v.j] = true
+	}
+	c.plan.Resize(q.j, resizes, placement)
+	return true
+}
+
+// shrinkCandidates are the elastic running jobs that may give workers to q (above their
+// minimum, not resizing or ending, of no higher priority unless FlatPriority, of q's GPU
+// model), in ascending cost per GPU they can give, at most MaxScan.
+func (c *cycle) shrinkCandidates(q waiting) []*shrinkCand {
 	tq := q.rem.Seconds()
 	var cs []*shrinkCand
 	for _, v := range c.cands {
@@ -123,13 +151,10 @@ func (c *cycle) shrink(q waiting) bool {
 		if v.taken || v.finishing || !c.elastic(v.j) || v.j.Workers <= lo || v.j.Resizing() {
 			continue
 		}
-		if !c.opts.FlatPriority && v.j.Priority > q.j.Priority || model != "" && v.model != model {
+		if !c.opts.FlatPriority && v.j.Priority > q.j.Priority || q.j.GPUModel != "" && v.model != q.j.GPUModel {
 			continue
 		}
 		cs = append(cs, &shrinkCand{v: v, keep: slices.Clone(v.j.Placement), cost: c.shrinkCost(v, lo, tq)})
-	}
-	if len(cs) == 0 {
-		return false
 	}
 	perGPU := func(sc *shrinkCand) float64 {
 		lo, _ := sc.v.j.Sizes()
@@ -144,71 +169,86 @@ func (c *cycle) shrink(q waiting) bool {
 	if len(cs) > c.opts.MaxScan {
 		cs = cs[:c.opts.MaxScan]
 	}
-	// freed holds the GPUs given so far, by node; fits tries q on the free and freed GPUs.
-	freed := map[string]int32{}
-	fits := func() ([]sched.Slot, bool) {
-		give := freedSlots(freed)
-		view.Give(give)
-		pl, ok := view.PlaceGang(q.j)
-		view.Take(give)
-		return pl, ok
-	}
-	var group []*shrinkCand
-	var placement []sched.Slot
-	ok := false
+	return cs
+}
+
+// freeing is the state of a shrink search: the GPUs the candidates give, by node.
+type freeing struct {
+	view  *sched.View
+	q     *sched.Job
+	freed map[string]int32
+}
+
+// fits tries q on the free and freed GPUs.
+func (f *freeing) fits() ([]sched.Slot, bool) {
+	give := freedSlots(f.freed)
+	f.view.Give(give)
+	pl, ok := f.view.PlaceGang(f.q)
+	f.view.Take(give)
+	return pl, ok
+}
+
+// take has the candidates, in order, give workers one at a time, each from the node where
+// q is closest to fitting one, until q has a gang placement; it returns the candidates that
+// gave.
+func (f *freeing) take(cs []*shrinkCand) (group []*shrinkCand, placement []sched.Slot, ok bool) {
 	for _, sc := range cs {
 		lo, _ := sc.v.j.Sizes()
 		group = append(group, sc)
 		for sc.v.j.Workers-sc.removed > lo && !ok {
-			// Take a worker from the node where q is closest to fitting one.
 			best, bestFree := -1, int32(-1)
 			for i, sl := range sc.keep {
 				if sl.Workers == 0 {
 					continue
 				}
-				if f := view.Free(sl.Node) + freed[sl.Node]; f > bestFree {
-					best, bestFree = i, f
+				if free := f.view.Free(sl.Node) + f.freed[sl.Node]; free > bestFree {
+					best, bestFree = i, free
 				}
 			}
 			sl := &sc.keep[best]
 			sl.Workers--
 			sl.GPUs -= sc.v.j.GPUsPerWorker
 			sc.removed++
-			freed[sl.Node] += sc.v.j.GPUsPerWorker
-			placement, ok = fits()
+			f.freed[sl.Node] += sc.v.j.GPUsPerWorker
+			placement, ok = f.fits()
 		}
 		if ok {
-			break
+			return group, placement, true
 		}
 	}
-	if !ok {
-		return false
-	}
-	// Reverse pass: give back the workers q does not need, last victim first.
+	return group, nil, false
+}
+
+// giveBack is the reverse pass: the workers q does not need go back, last victim first.
+// It returns q's placement in what is still given.
+func (f *freeing) giveBack(group []*shrinkCand, placement []sched.Slot) []sched.Slot {
 	for i := len(group) - 1; i >= 0; i-- {
 		sc := group[i]
 		for k := range sc.keep {
 			sl := &sc.keep[k]
 			full := sched.GPUsOn(sc.v.j.Placement, sl.Node)
 			for sl.GPUs < full {
-				freed[sl.Node] -= sc.v.j.GPUsPerWorker
-				if pl, ok := fits(); ok {
+				f.freed[sl.Node] -= sc.v.j.GPUsPerWorker
+				if pl, ok := f.fits(); ok {
 					placement = pl
 					sl.Workers++
 					sl.GPUs += sc.v.j.GPUsPerWorker
 					sc.removed--
 					continue
 				}
-				freed[sl.Node] += sc.v.j.GPUsPerWorker
+				f.freed[sl.Node] += sc.v.j.GPUsPerWorker
 				break
 			}
 		}
 	}
-	group = slices.DeleteFunc(group, func(sc *shrinkCand) bool { return sc.removed == 0 })
-	if len(group) == 0 {
-		return false
-	}
-	// Benefit test: costs at the sizes actually chosen.
+	return placement
+}
+
+// shrinkPays is the benefit test at the sizes chosen: the waiting time the shrinks save q
+// (its natural wait less the time until the victims reach their boundary) exceeds Gain x
+// their costs; a job whose GPUs never free up without them always gains.
+func (c *cycle) shrinkPays(q waiting, group []*shrinkCand) bool {
+	tq := q.rem.Seconds()
 	var costSum float64
 	var groupDelay time.Duration
 	for _, sc := range group {
@@ -216,22 +256,11 @@ func (c *cycle) shrink(q waiting) bool {
 		groupDelay = max(groupDelay, sc.v.est.BoundaryDelay())
 	}
 	natural, freesUp := c.naturalWait(q.j)
-	if freesUp {
-		saving := (natural - groupDelay).Seconds()
-		if saving <= 0 || saving <= c.opts.Gain*costSum {
-			return false
-		}
+	if !freesUp {
+		return true
 	}
-	resizes := make([]sched.Preemption, 0, len(group))
-	for _, sc := range group {
-		keep := slices.DeleteFunc(sc.keep, func(sl sched.Slot) bool { return sl.Workers == 0 })
-		resizes = append(resizes, sched.Preemption{JobID: sc.v.j.ID, Reason: ReasonShrink, Resize: keep})
-		sc.v.taken = true
-		c.left--
-		c.victims[sc.v.j] = true
-	}
-	c.plan.Resize(q.j, resizes, placement)
-	return true
+	saving := (natural - groupDelay).Seconds()
+	return saving > 0 && saving > c.opts.Gain*costSum
 }
 
 // shrinkCost is the cost in seconds of shrinking candidate v to w workers for a waiting job
