@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/pytorchjob"
+
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/testbed/sim"
 	"github.com/pickyman/pickyman/traces"
 )
@@ -36,11 +37,11 @@ func TestBuildElastic(t *testing.T) {
 	if got := pj.Annotations[pickymanv1.AnnotationElasticReference]; got != "8" {
 		t.Fatalf("elastic reference %q, want 8 (the requested size the trace's epoch time is at)", got)
 	}
-	set, alo, ahi, ok, err := (*jobframework.PyTorchJob)(pj).ElasticBounds()
+	set, alo, ahi, ok, err := (*pytorchjob.Job)(pj).ElasticBounds()
 	if err != nil || !ok || set != "Worker" || alo != 4 || ahi != 16 {
 		t.Fatalf("adapter reads %q %d..%d ok %v err %v, want Worker 4..16", set, alo, ahi, ok, err)
 	}
-	sets, err := (*jobframework.PyTorchJob)(pj).PodSets("nvidia.com/gpu", "nvidia.com/gpu.product")
+	sets, err := (*pytorchjob.Job)(pj).PodSets("nvidia.com/gpu", "nvidia.com/gpu.product")
 	if err != nil || len(sets) != 1 || sets[0].Count*sets[0].GPUsPerPod != 8 {
 		t.Fatalf("pod sets %+v (err %v), want 8 GPUs", sets, err)
 	}

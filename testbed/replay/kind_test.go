@@ -3,11 +3,12 @@ package replay
 import (
 	"testing"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/rayjob"
+
 	"github.com/google/go-cmp/cmp"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/testbed/cluster"
 )
 
@@ -23,7 +24,7 @@ func TestBuildRayJob(t *testing.T) {
 	if rj.Spec.SubmissionMode != rayv1.HTTPMode || !rj.Spec.ShutdownAfterJobFinishes {
 		t.Errorf("submission %q, shutdown after finishing %v; want HTTPMode and true", rj.Spec.SubmissionMode, rj.Spec.ShutdownAfterJobFinishes)
 	}
-	sets, err := (*jobframework.RayJob)(rj).PodSets(cluster.GPUResource.String(), cluster.LabelGPUProduct)
+	sets, err := (*rayjob.Job)(rj).PodSets(cluster.GPUResource.String(), cluster.LabelGPUProduct)
 	if err != nil {
 		t.Fatal(err)
 	}

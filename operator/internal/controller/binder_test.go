@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/rayjob"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +21,7 @@ import (
 func TestFreeSlotForPodsWithoutIndex(t *testing.T) {
 	job := utiltesting.MakeRayJob("r", "ns").WorkerGroup("gpu", 3, 4).Obj()
 	alloc := jobframework.AllocationName("RayJob", "r")
-	g := (*jobframework.RayJob)(job)
+	g := (*rayjob.Job)(job)
 	for _, tpl := range g.PodTemplates() {
 		tpl.Labels = map[string]string{v1alpha1.LabelAllocation: alloc}
 	}

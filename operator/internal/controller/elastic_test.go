@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/pytorchjob"
+
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -146,8 +148,8 @@ func TestResizeFlow(t *testing.T) {
 		t.Fatalf("el admitted with pod sets %v placement %v, want 2 pods", a.Spec.PodSets, a.Status.Placement)
 	}
 	j := h.job("el")
-	if workerReplicas(j) != 2 || (*jobframework.PyTorchJob)(j).IsSuspended() {
-		t.Fatalf("job el: %d Worker replicas, suspended %v; want 2, running", workerReplicas(j), (*jobframework.PyTorchJob)(j).IsSuspended())
+	if workerReplicas(j) != 2 || (*pytorchjob.Job)(j).IsSuspended() {
+		t.Fatalf("job el: %d Worker replicas, suspended %v; want 2, running", workerReplicas(j), (*pytorchjob.Job)(j).IsSuspended())
 	}
 	var rp agentv1alpha1.ResumePoint
 	tmpl := j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker].Template

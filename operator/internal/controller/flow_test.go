@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/pytorchjob"
+
 	"github.com/google/go-cmp/cmp"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	dto "github.com/prometheus/client_model/go"
@@ -26,7 +28,6 @@ import (
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
-	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/operator/pkg/profile"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
@@ -63,7 +64,7 @@ func newHarness(t *testing.T, policy string, objs ...client.Object) *harness {
 	}
 	h := &harness{t: t, c: c, clock: clk, op: op}
 	h.sched = NewScheduler(op, pol, nil)
-	h.jobs = &JobReconciler{Operator: op, Integration: jobframework.PyTorchJobIntegration}
+	h.jobs = &JobReconciler{Operator: op, Integration: pytorchjob.Integration}
 	h.hs = &HandshakeReconciler{Operator: op}
 	return h
 }
@@ -150,7 +151,7 @@ func TestStartAndPreemptFlow(t *testing.T) {
 	// Submission: the Allocation is created Queued and the job is suspended.
 	h.reconcileJob("low")
 	h.wantPhase("low", v1alpha1.AllocationQueued)
-	if !(*jobframework.PyTorchJob)(h.job("low")).IsSuspended() {
+	if !(*pytorchjob.Job)(h.job("low")).IsSuspended() {
 		t.Fatal("queued job runs")
 	}
 
@@ -161,7 +162,7 @@ func TestStartAndPreemptFlow(t *testing.T) {
 		t.Fatalf("placement %v, want 8 GPUs on a and b", a.Status.Placement)
 	}
 	j := h.job("low")
-	if (*jobframework.PyTorchJob)(j).IsSuspended() {
+	if (*pytorchjob.Job)(j).IsSuspended() {
 		t.Fatal("admitted job is suspended")
 	}
 	tmpl := j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template
@@ -212,7 +213,7 @@ func TestStartAndPreemptFlow(t *testing.T) {
 	if a.Status.ResumeEpoch != 5 || len(a.Status.Placement) == 0 {
 		t.Fatalf("resume epoch %d placement %v, want 5 and kept", a.Status.ResumeEpoch, a.Status.Placement)
 	}
-	if !(*jobframework.PyTorchJob)(h.job("low")).IsSuspended() {
+	if !(*pytorchjob.Job)(h.job("low")).IsSuspended() {
 		t.Fatal("acknowledged job is not suspended")
 	}
 	h.handshake("low")

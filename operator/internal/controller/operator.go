@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/kinds"
+
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,7 +103,7 @@ func (o *Operator) queue(name string) (configv1.Queue, bool) {
 
 // integrationFor returns the integration of an Allocation's job kind.
 func integrationFor(ref v1alpha1.JobReference) (jobframework.Integration, bool) {
-	for _, in := range jobframework.Integrations() {
+	for _, in := range kinds.Integrations() {
 		if in.GVK.GroupVersion().String() == ref.APIVersion && in.GVK.Kind == ref.Kind {
 			return in, true
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/rayjob"
+
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +41,7 @@ func fakeKubeRay(t *testing.T, ns string) {
 }
 
 func syncRayPods(ctx context.Context, job *rayv1.RayJob) {
-	g := (*jobframework.RayJob)(job)
+	g := (*rayjob.Job)(job)
 	cluster := client.MatchingLabels{"ray.io/cluster": job.Name + "-raycluster"}
 	if fin, _ := g.Finished(); fin || g.IsSuspended() {
 		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(job.Namespace), cluster, client.GracePeriodSeconds(0))

@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/pytorchjob"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/trainjob"
+
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -227,7 +230,7 @@ func newNamespace(t *testing.T) string {
 		ctx := context.Background()
 		_ = k8s.DeleteAllOf(ctx, &kftraining.PyTorchJob{}, client.InNamespace(ns))
 		_ = k8s.DeleteAllOf(ctx, &rayv1.RayJob{}, client.InNamespace(ns))
-		_ = k8s.DeleteAllOf(ctx, jobframework.TrainJobIntegration.NewObject(), client.InNamespace(ns))
+		_ = k8s.DeleteAllOf(ctx, trainjob.Integration.NewObject(), client.InNamespace(ns))
 		_ = k8s.DeleteAllOf(ctx, &v1alpha1.Allocation{}, client.InNamespace(ns))
 		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
 	})
@@ -346,7 +349,7 @@ func everyTick(t *testing.T, f func(ctx context.Context)) {
 }
 
 func syncPods(ctx context.Context, job *kftraining.PyTorchJob) {
-	g := (*jobframework.PyTorchJob)(job)
+	g := (*pytorchjob.Job)(job)
 	if fin, _ := g.Finished(); fin || g.IsSuspended() {
 		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(job.Namespace),
 			client.MatchingLabels{kftraining.JobNameLabel: job.Name}, client.GracePeriodSeconds(0))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/trainjob"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +34,7 @@ import (
 // suspended JobSet's Jobs do.
 func fakeTrainer(t *testing.T, ns string) {
 	everyTick(t, func(ctx context.Context) {
-		list := jobframework.TrainJobIntegration.NewList()
+		list := trainjob.Integration.NewList()
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err == nil {
 			for i := range list.(*unstructured.UnstructuredList).Items {
 				syncTrainPods(ctx, &list.(*unstructured.UnstructuredList).Items[i])
@@ -42,8 +44,8 @@ func fakeTrainer(t *testing.T, ns string) {
 }
 
 func syncTrainPods(ctx context.Context, job *unstructured.Unstructured) {
-	g := jobframework.TrainJobIntegration.Wrap(job)
-	jobSet := client.MatchingLabels{jobframework.JobSetNameLabel: job.GetName()}
+	g := trainjob.Integration.Wrap(job)
+	jobSet := client.MatchingLabels{trainjob.JobSetNameLabel: job.GetName()}
 	if fin, _ := g.Finished(); fin || g.IsSuspended() {
 		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(job.GetNamespace()), jobSet, client.GracePeriodSeconds(0))
 		return
@@ -92,7 +94,7 @@ func trainPodsPinned(ns, job string, n int, want *agentv1alpha1.ResumePoint) err
 		if _, err := fmt.Sscan(p.Labels["batch.kubernetes.io/job-completion-index"], &idx); err != nil {
 			return fmt.Errorf("pod %s: completion index %q: %w", p.Name, p.Labels["batch.kubernetes.io/job-completion-index"], err)
 		}
-		node, _ := controller.NodeFor(a.Status.Placement, jobframework.TrainJobNodePodSet, idx)
+		node, _ := controller.NodeFor(a.Status.Placement, trainjob.TrainJobNodePodSet, idx)
 		switch {
 		case p.Spec.NodeName == "" || p.Spec.NodeName != node:
 			return fmt.Errorf("pod %s (index %d) on %q, want %q", p.Name, idx, p.Spec.NodeName, node)
@@ -119,7 +121,7 @@ func trainPodsPinned(ns, job string, n int, want *agentv1alpha1.ResumePoint) err
 
 func getTrainJob(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	u := jobframework.TrainJobIntegration.NewObject().(*unstructured.Unstructured)
+	u := trainjob.Integration.NewObject().(*unstructured.Unstructured)
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 	if err := k8s.Create(ctx, low); err != nil {
 		t.Fatal(err)
 	}
-	if got := getTrainJob(t, ns, "low"); !jobframework.TrainJobIntegration.Wrap(got).IsSuspended() {
+	if got := getTrainJob(t, ns, "low"); !trainjob.Integration.Wrap(got).IsSuspended() {
 		t.Error("the webhook did not create the TrainJob suspended")
 	}
 
@@ -159,7 +161,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 	eventually(t, 20*time.Second, func() error { return trainPodsPinned(ns, "low", 2, &agentv1alpha1.ResumePoint{}) })
 	// The operator's writes kept the fields the adapter does not model.
 	job := getTrainJob(t, ns, "low")
-	if jobframework.TrainJobIntegration.Wrap(job).IsSuspended() {
+	if trainjob.Integration.Wrap(job).IsSuspended() {
 		t.Error("admitted TrainJob still suspended")
 	}
 	if img, _, _ := unstructured.NestedString(job.Object, "spec", "trainer", "image"); !strings.HasPrefix(img, "pytorch/pytorch") {
@@ -190,7 +192,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 		return nil
 	})
 	// The TrainJob is not suspended before every node pod has checkpointed.
-	if jobframework.TrainJobIntegration.Wrap(getTrainJob(t, ns, "low")).IsSuspended() {
+	if trainjob.Integration.Wrap(getTrainJob(t, ns, "low")).IsSuspended() {
 		t.Fatal("TrainJob suspended before its pods acknowledged the checkpoint")
 	}
 	for i := range pods {
@@ -204,7 +206,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 	if q.Status.ResumeEpoch != 2 || q.Status.Preemptions != 1 {
 		t.Errorf("resume epoch %d preemptions %d, want 2 and 1", q.Status.ResumeEpoch, q.Status.Preemptions)
 	}
-	if !jobframework.TrainJobIntegration.Wrap(getTrainJob(t, ns, "low")).IsSuspended() {
+	if !trainjob.Integration.Wrap(getTrainJob(t, ns, "low")).IsSuspended() {
 		t.Fatal("TrainJob not suspended after the handshake")
 	}
 	waitPhase(t, ns, "high", v1alpha1.AllocationAdmitted, 20*time.Second)
@@ -283,7 +285,7 @@ func TestTrainJobRejected(t *testing.T) {
 	if err := k8s.Create(ctx, plain); err != nil {
 		t.Fatalf("unmanaged TrainJob rejected: %v", err)
 	}
-	if jobframework.TrainJobIntegration.Wrap(getTrainJob(t, ns, "plain")).IsSuspended() {
+	if trainjob.Integration.Wrap(getTrainJob(t, ns, "plain")).IsSuspended() {
 		t.Error("unmanaged TrainJob suspended")
 	}
 	if _, err := kindAllocation("TrainJob", ns, "plain"); !apierrors.IsNotFound(err) {

@@ -3,11 +3,13 @@ package setup
 import (
 	"testing"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/pytorchjob"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/rayjob"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/trainjob"
+
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
 // A kind is enabled only when the API server serves its CRD: a cluster without the Trainer
@@ -18,15 +20,15 @@ func TestEnabledIntegrations(t *testing.T) {
 		want   []string
 	}{
 		"every kind": {
-			served: []schema.GroupVersionKind{jobframework.PyTorchJobGVK, jobframework.RayJobGVK, jobframework.TrainJobGVK},
+			served: []schema.GroupVersionKind{pytorchjob.GVK, rayjob.GVK, trainjob.GVK},
 			want:   []string{"PyTorchJob", "RayJob", "TrainJob"},
 		},
 		"no Trainer": {
-			served: []schema.GroupVersionKind{jobframework.PyTorchJobGVK, jobframework.RayJobGVK},
+			served: []schema.GroupVersionKind{pytorchjob.GVK, rayjob.GVK},
 			want:   []string{"PyTorchJob", "RayJob"},
 		},
 		"the Trainer alone": {
-			served: []schema.GroupVersionKind{jobframework.TrainJobGVK},
+			served: []schema.GroupVersionKind{trainjob.GVK},
 			want:   []string{"TrainJob"},
 		},
 	} {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/kinds"
+
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -201,7 +203,7 @@ func addWebhooks(mgr ctrl.Manager, conf *configv1.Configuration, opts Options) e
 // installed later is picked up when the operator restarts.
 func EnabledIntegrations(mapper meta.RESTMapper) ([]jobframework.Integration, error) {
 	var out []jobframework.Integration
-	for _, in := range jobframework.Integrations() {
+	for _, in := range kinds.Integrations() {
 		_, err := mapper.RESTMapping(in.GVK.GroupKind(), in.GVK.Version)
 		switch {
 		case err == nil:

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/trainjob"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,7 +23,6 @@ import (
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
-	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
 func rawRequest(t *testing.T, op admissionv1.Operation, ns string, obj any) admission.Request {
@@ -45,7 +46,7 @@ func patchedPaths(resp admission.Response) map[string]bool {
 // one suspends it, the validating one names the TrainJob's own fields.
 func TestTrainJobWebhooks(t *testing.T) {
 	s := scheme(t)
-	m := &Mutator{Integration: jobframework.TrainJobIntegration, Decoder: admission.NewDecoder(s), SocketDir: agentv1alpha1.DefaultSocketDir}
+	m := &Mutator{Integration: trainjob.Integration, Decoder: admission.NewDecoder(s), SocketDir: agentv1alpha1.DefaultSocketDir}
 	resp := m.Handle(context.Background(), rawRequest(t, admissionv1.Create, "ns", utiltesting.MakeTrainJob("j", "ns").Nodes(2).GPUs(8).Obj()))
 	if !resp.Allowed {
 		t.Fatalf("denied: %v", resp.Result)
@@ -56,7 +57,7 @@ func TestTrainJobWebhooks(t *testing.T) {
 
 	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}}}
 	conf.Default()
-	v := &Validator{Integration: jobframework.TrainJobIntegration, Decoder: admission.NewDecoder(s),
+	v := &Validator{Integration: trainjob.Integration, Decoder: admission.NewDecoder(s),
 		Client: fake.NewClientBuilder().WithScheme(s).WithObjects(node("a", 8, "A100"), node("b", 4, "H100")).Build(), Config: conf}
 	for name, tc := range map[string]struct {
 		job  *unstructured.Unstructured
@@ -94,12 +95,12 @@ func TestTrainJobWebhooks(t *testing.T) {
 type noTrainJobs struct{ client.Reader }
 
 func (noTrainJobs) Get(context.Context, types.NamespacedName, client.Object, ...client.GetOption) error {
-	return &meta.NoKindMatchError{GroupKind: jobframework.TrainJobGVK.GroupKind(), SearchedVersions: []string{"v1alpha1"}}
+	return &meta.NoKindMatchError{GroupKind: trainjob.GVK.GroupKind(), SearchedVersions: []string{"v1alpha1"}}
 }
 
 func TestTrainJobPodMutator(t *testing.T) {
 	s := scheme(t)
-	s.AddKnownTypeWithName(jobframework.TrainJobGVK, &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(trainjob.GVK, &unstructured.Unstructured{})
 	managed := utiltesting.MakeTrainJob("train", "ns").Nodes(2).GPUs(8).Obj()
 	managed.SetUID("uid-train")
 	unmanaged := utiltesting.MakeTrainJob("plain", "ns").Queue("").Nodes(2).GPUs(8).Obj()
@@ -143,9 +144,9 @@ func TestTrainJobPodMutator(t *testing.T) {
 
 	// Every other pod passes unchanged.
 	initializer := utiltesting.MakeTrainJobPod(managed, 0, 7)
-	initializer.Labels[jobframework.ReplicatedJobNameLabel] = "dataset-initializer"
+	initializer.Labels[trainjob.ReplicatedJobNameLabel] = "dataset-initializer"
 	otherJobSet := utiltesting.MakeTrainJobPod(managed, 0, 7)
-	otherJobSet.Labels[jobframework.JobSetNameLabel] = "not-a-trainjob"
+	otherJobSet.Labels[trainjob.JobSetNameLabel] = "not-a-trainjob"
 	for name, tc := range map[string]struct {
 		m   *TrainJobPodMutator
 		pod *corev1.Pod

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/trainjob"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,7 +30,7 @@ const MutateTrainJobPodPath = "/mutate-trainjob-pod"
 
 // TrainJobPodMutator gives the pods of a PickyMan TrainJob's node job, as they are created,
 // what the job webhook and the job controller give the pod templates of the other kinds: a
-// TrainJob has no template of its own to carry them (jobframework.TrainJob). The pod gets
+// TrainJob has no template of its own to carry them (trainjob.Job). The pod gets
 // schedulerName pickyman, the Allocation label, the agent's socket and, when the job has an
 // Allocation, its resume point. Pods of other JobSets, of unmanaged TrainJobs, and every pod
 // while TrainJobs are not served pass unchanged.
@@ -48,11 +50,11 @@ func (m *TrainJobPodMutator) Handle(ctx context.Context, req admission.Request) 
 	if err := m.Decoder.Decode(req, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	name := pod.Labels[jobframework.JobSetNameLabel]
-	if name == "" || pod.Labels[jobframework.ReplicatedJobNameLabel] != jobframework.TrainJobNodePodSet {
+	name := pod.Labels[trainjob.JobSetNameLabel]
+	if name == "" || pod.Labels[trainjob.ReplicatedJobNameLabel] != trainjob.TrainJobNodePodSet {
 		return admission.Allowed("not a TrainJob's node pod")
 	}
-	in := jobframework.TrainJobIntegration
+	in := trainjob.Integration
 	obj := in.NewObject()
 	err := m.Reader.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: name}, obj)
 	switch {
@@ -91,5 +93,5 @@ type podAsJob struct {
 }
 
 func (p podAsJob) PodTemplates() map[string]*corev1.PodTemplateSpec {
-	return map[string]*corev1.PodTemplateSpec{jobframework.TrainJobNodePodSet: p.template}
+	return map[string]*corev1.PodTemplateSpec{trainjob.TrainJobNodePodSet: p.template}
 }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/kinds"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,7 +65,7 @@ func pathSuffix(gvk schema.GroupVersionKind) string {
 func Setup(mgr ctrl.Manager, conf *configv1.Configuration) {
 	dec := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
-	for _, in := range jobframework.Integrations() {
+	for _, in := range kinds.Integrations() {
 		srv.Register(MutatePath(in.GVK), &webhook.Admission{Handler: &Mutator{Integration: in, Decoder: dec, SocketDir: agentv1alpha1.DefaultSocketDir}})
 		srv.Register(ValidatePath(in.GVK), &webhook.Admission{Handler: &Validator{Integration: in, Decoder: dec, Client: mgr.GetClient(), Config: conf}})
 	}

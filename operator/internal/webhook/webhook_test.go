@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/pytorchjob"
+
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +23,6 @@ import (
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
-	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
 func scheme(t *testing.T) *runtime.Scheme {
@@ -58,7 +59,7 @@ func validator(t *testing.T, objs ...client.Object) *Validator {
 	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}, {Name: "high"}}}
 	conf.Default()
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
-	return &Validator{Integration: jobframework.PyTorchJobIntegration, Decoder: admission.NewDecoder(s), Client: c, Config: conf}
+	return &Validator{Integration: pytorchjob.Integration, Decoder: admission.NewDecoder(s), Client: c, Config: conf}
 }
 
 func TestValidateCreate(t *testing.T) {
@@ -125,7 +126,7 @@ func TestValidateUpdate(t *testing.T) {
 }
 
 func TestMutateCreate(t *testing.T) {
-	m := &Mutator{Integration: jobframework.PyTorchJobIntegration, Decoder: admission.NewDecoder(scheme(t)), SocketDir: agentv1alpha1.DefaultSocketDir}
+	m := &Mutator{Integration: pytorchjob.Integration, Decoder: admission.NewDecoder(scheme(t)), SocketDir: agentv1alpha1.DefaultSocketDir}
 	job := utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Suspend(false).Obj()
 	resp := m.Handle(context.Background(), request(t, admissionv1.Create, job, nil))
 	if !resp.Allowed {

@@ -93,21 +93,6 @@ type Integration struct {
 	Wrap func(obj client.Object) GenericJob
 }
 
-// Integrations lists the job kinds the operator manages.
-func Integrations() []Integration {
-	return []Integration{PyTorchJobIntegration, RayJobIntegration, TrainJobIntegration}
-}
-
-// Wrap adapts obj with the first integration that accepts it, or returns nil.
-func Wrap(obj client.Object) GenericJob {
-	for _, in := range Integrations() {
-		if j := in.Wrap(obj); j != nil {
-			return j
-		}
-	}
-	return nil
-}
-
 // Managed reports whether a job is managed by PickyMan: it names a queue.
 func Managed(obj client.Object) bool {
 	_, ok := obj.GetLabels()[pickymanv1.LabelQueue]

@@ -1,4 +1,4 @@
-package jobframework
+package rayjob
 
 import (
 	"strings"
@@ -11,33 +11,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
-// RayJob adapts a KubeRay ray.io/v1 RayJob. Its gang is the RayCluster the job creates: the
+// Job adapts a KubeRay ray.io/v1 RayJob. Its gang is the RayCluster the job creates: the
 // head, when it asks for GPUs, and every worker group (replicas x numOfHosts pods each). A
 // head without GPUs is left out of the gang and to the cluster's default scheduler.
 //
 // On suspend KubeRay deletes the RayCluster (and the submitter) and does not stop Ray
 // gracefully: the operator's checkpoint handshake runs first, with the agent on each GPU
 // pod, so the pods are deleted only once the training has checkpointed.
-type RayJob rayv1.RayJob
+type Job rayv1.RayJob
 
 var (
-	_ GenericJob  = (*RayJob)(nil)
-	_ PodSetPaths = (*RayJob)(nil)
+	_ jobframework.GenericJob  = (*Job)(nil)
+	_ jobframework.PodSetPaths = (*Job)(nil)
 )
 
-// RayJobGVK is ray.io/v1 RayJob.
-var RayJobGVK = rayv1.GroupVersion.WithKind("RayJob")
+// GVK is ray.io/v1 RayJob.
+var GVK = rayv1.GroupVersion.WithKind("RayJob")
 
-// RayJobIntegration registers the RayJob adapter.
-var RayJobIntegration = Integration{
-	GVK:       RayJobGVK,
+// Integration registers the RayJob adapter.
+var Integration = jobframework.Integration{
+	GVK:       GVK,
 	NewObject: func() client.Object { return &rayv1.RayJob{} },
 	NewList:   func() client.ObjectList { return &rayv1.RayJobList{} },
-	Wrap: func(obj client.Object) GenericJob {
+	Wrap: func(obj client.Object) jobframework.GenericJob {
 		if j, ok := obj.(*rayv1.RayJob); ok {
-			return (*RayJob)(j)
+			return (*Job)(j)
 		}
 		return nil
 	},
@@ -54,15 +55,15 @@ const (
 )
 
 // Object returns the RayJob.
-func (j *RayJob) Object() client.Object { return (*rayv1.RayJob)(j) }
+func (j *Job) Object() client.Object { return (*rayv1.RayJob)(j) }
 
 // GVK returns ray.io/v1 RayJob.
-func (j *RayJob) GVK() schema.GroupVersionKind { return RayJobGVK }
+func (j *Job) GVK() schema.GroupVersionKind { return GVK }
 
 var rayClusterSpecPath = field.NewPath("spec", "rayClusterSpec")
 
 // PodSetPath returns the field path of a pod set's group in the RayJob.
-func (j *RayJob) PodSetPath(name string) *field.Path {
+func (j *Job) PodSetPath(name string) *field.Path {
 	if name == RayHeadPodSet {
 		return rayClusterSpecPath.Child("headGroupSpec")
 	}
@@ -80,7 +81,7 @@ func (j *RayJob) PodSetPath(name string) *field.Path {
 // order of spec.rayClusterSpec.workerGroupSpecs. A job that runs on an existing cluster
 // (clusterSelector) or that lets Ray's autoscaler change its size has no fixed gang and is
 // rejected, as is a worker group without a GPU limit.
-func (j *RayJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error) {
+func (j *Job) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error) {
 	var errs field.ErrorList
 	if len(j.Spec.ClusterSelector) > 0 {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "clusterSelector"),
@@ -98,11 +99,11 @@ func (j *RayJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodS
 	gpu := corev1.ResourceName(gpuResource)
 	var out []pickymanv1.PodSet
 	if head := &c.HeadGroupSpec.Template.Spec; hasGPULimit(head) {
-		if GPULimit(head, gpu) <= 0 {
+		if jobframework.GPULimit(head, gpu) <= 0 {
 			errs = append(errs, field.Required(rayClusterSpecPath.Child("headGroupSpec", "template", "spec", "containers").Key("resources.limits").Key(gpuResource),
 				"the head asks for an accelerator but not for "+gpuResource))
 		}
-		out = append(out, pickymanv1.PodSet{Name: RayHeadPodSet, Count: 1, GPUsPerPod: GPULimit(head, gpu), GPUModel: head.NodeSelector[gpuProductLabel]})
+		out = append(out, pickymanv1.PodSet{Name: RayHeadPodSet, Count: 1, GPUsPerPod: jobframework.GPULimit(head, gpu), GPUModel: head.NodeSelector[gpuProductLabel]})
 	}
 	seen := map[string]bool{RayHeadPodSet: true}
 	for i := range c.WorkerGroupSpecs {
@@ -117,7 +118,7 @@ func (j *RayJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodS
 			errs = append(errs, field.Forbidden(p.Child("suspend"), "PickyMan suspends the whole RayJob, not one worker group"))
 		}
 		count := ptr.Deref(g.Replicas, 1) * max(1, g.NumOfHosts)
-		gpus := GPULimit(&g.Template.Spec, gpu)
+		gpus := jobframework.GPULimit(&g.Template.Spec, gpu)
 		if gpus <= 0 && count > 0 {
 			errs = append(errs, field.Required(p.Child("template", "spec", "containers").Key("resources.limits").Key(gpuResource),
 				"every worker of a PickyMan RayJob needs a GPU limit"))
@@ -139,7 +140,7 @@ func (j *RayJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodS
 
 // PodTemplates returns the templates of the gang's groups: the head's only when it asks for
 // GPUs (the operator places it then), and every worker group's.
-func (j *RayJob) PodTemplates() map[string]*corev1.PodTemplateSpec {
+func (j *Job) PodTemplates() map[string]*corev1.PodTemplateSpec {
 	out := map[string]*corev1.PodTemplateSpec{}
 	c := j.Spec.RayClusterSpec
 	if c == nil {
@@ -169,14 +170,14 @@ func hasGPULimit(spec *corev1.PodSpec) bool {
 }
 
 // IsSuspended reports spec.suspend.
-func (j *RayJob) IsSuspended() bool { return j.Spec.Suspend }
+func (j *Job) IsSuspended() bool { return j.Spec.Suspend }
 
 // Suspend sets spec.suspend.
-func (j *RayJob) Suspend(s bool) { j.Spec.Suspend = s }
+func (j *Job) Suspend(s bool) { j.Spec.Suspend = s }
 
 // Finished reports the job deployment status Complete (succeeded when the Ray job
 // SUCCEEDED) or Failed.
-func (j *RayJob) Finished() (finished, succeeded bool) {
+func (j *Job) Finished() (finished, succeeded bool) {
 	switch j.Status.JobDeploymentStatus {
 	case rayv1.JobDeploymentStatusComplete:
 		return true, j.Status.JobStatus == rayv1.JobStatusSucceeded
@@ -188,25 +189,25 @@ func (j *RayJob) Finished() (finished, succeeded bool) {
 
 // PodSetOf maps a pod of the job's RayCluster to its group. KubeRay's pods carry no index,
 // so the index is AnyIndex: the binder gives the pod a free slot of its pod set.
-func (j *RayJob) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
-	if pod.Labels[pickymanv1.LabelAllocation] != AllocationName(RayJobGVK.Kind, j.Name) {
+func (j *Job) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
+	if pod.Labels[pickymanv1.LabelAllocation] != jobframework.AllocationName(GVK.Kind, j.Name) {
 		return "", 0, false
 	}
 	switch pod.Labels[rayNodeTypeLabel] {
 	case rayNodeTypeHead:
-		return RayHeadPodSet, AnyIndex, true
+		return RayHeadPodSet, jobframework.AnyIndex, true
 	case rayNodeTypeWorker:
 		g := pod.Labels[rayNodeGroupLabel]
 		if g == "" || g == rayHeadGroupNameKey {
 			return "", 0, false
 		}
-		return g, AnyIndex, true
+		return g, jobframework.AnyIndex, true
 	}
 	return "", 0, false
 }
 
 // PodSelector selects the pods of the job's RayCluster by the Allocation label the operator
 // puts on its templates.
-func (j *RayJob) PodSelector() map[string]string {
-	return map[string]string{pickymanv1.LabelAllocation: AllocationName(RayJobGVK.Kind, j.Name)}
+func (j *Job) PodSelector() map[string]string {
+	return map[string]string{pickymanv1.LabelAllocation: jobframework.AllocationName(GVK.Kind, j.Name)}
 }

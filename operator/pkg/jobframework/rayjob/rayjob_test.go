@@ -1,4 +1,4 @@
-package jobframework
+package rayjob
 
 import (
 	"strings"
@@ -10,6 +10,12 @@ import (
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
+)
+
+const (
+	gpuRes   = "nvidia.com/gpu"
+	gpuLabel = "nvidia.com/gpu.product"
 )
 
 func TestRayJobPodSets(t *testing.T) {
@@ -77,7 +83,7 @@ func TestRayJobPodSets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := (*RayJob)(tc.job).PodSets(gpuRes, gpuLabel)
+			got, err := (*Job)(tc.job).PodSets(gpuRes, gpuLabel)
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("PodSets = %+v, want an error", got)
@@ -100,11 +106,11 @@ func TestRayJobPodSets(t *testing.T) {
 }
 
 func TestRayJobTemplatesSuspendFinished(t *testing.T) {
-	j := (*RayJob)(utiltesting.MakeRayJob("a", "ns").WorkerGroup("gpu", 2, 8).Obj())
+	j := (*Job)(utiltesting.MakeRayJob("a", "ns").WorkerGroup("gpu", 2, 8).Obj())
 	if got := j.PodTemplates(); len(got) != 1 || got["gpu"] == nil {
 		t.Errorf("templates of a job with a CPU head: %v, want only the gpu group", got)
 	}
-	withHead := (*RayJob)(utiltesting.MakeRayJob("a", "ns").HeadGPUs(8).WorkerGroup("gpu", 2, 8).Obj())
+	withHead := (*Job)(utiltesting.MakeRayJob("a", "ns").HeadGPUs(8).WorkerGroup("gpu", 2, 8).Obj())
 	if got := withHead.PodTemplates(); len(got) != 2 || got[RayHeadPodSet] == nil {
 		t.Errorf("templates of a job with a GPU head: %v, want head and gpu", got)
 	}
@@ -138,22 +144,22 @@ func TestRayJobTemplatesSuspendFinished(t *testing.T) {
 
 func TestRayJobPodSetOf(t *testing.T) {
 	job := utiltesting.MakeRayJob("a", "ns").HeadGPUs(8).WorkerGroup("gpu", 2, 8).Obj()
-	j := (*RayJob)(job)
+	j := (*Job)(job)
 	for _, tpl := range j.PodTemplates() {
-		tpl.Labels = map[string]string{pickymanv1.LabelAllocation: AllocationName("RayJob", "a")}
+		tpl.Labels = map[string]string{pickymanv1.LabelAllocation: jobframework.AllocationName("RayJob", "a")}
 	}
 	head := utiltesting.MakeRayPod(job, "", "a-head")
 	worker := utiltesting.MakeRayPod(job, "gpu", "a-gpu-worker-x1")
 	other := utiltesting.MakeRayPod(job, "gpu", "b-gpu-worker-x1")
-	other.Labels[pickymanv1.LabelAllocation] = AllocationName("RayJob", "b")
+	other.Labels[pickymanv1.LabelAllocation] = jobframework.AllocationName("RayJob", "b")
 	for _, tc := range []struct {
 		name    string
 		set     string
 		idx     int32
 		matches bool
 	}{
-		{head.Name, RayHeadPodSet, AnyIndex, true},
-		{worker.Name, "gpu", AnyIndex, true},
+		{head.Name, RayHeadPodSet, jobframework.AnyIndex, true},
+		{worker.Name, "gpu", jobframework.AnyIndex, true},
 		{other.Name, "", 0, false},
 	} {
 		p := head
@@ -171,10 +177,10 @@ func TestRayJobPodSetOf(t *testing.T) {
 	if got, want := j.PodSelector(), map[string]string{pickymanv1.LabelAllocation: "rayjob-a"}; !cmp.Equal(got, want) {
 		t.Errorf("PodSelector = %v, want %v", got, want)
 	}
-	if w := Wrap(job); w == nil || w.GVK() != RayJobGVK {
+	if w := Integration.Wrap(job); w == nil || w.GVK() != GVK {
 		t.Errorf("Wrap(RayJob) = %v", w)
 	}
-	if got := PodSetPath(j, "gpu").String(); got != "spec.rayClusterSpec.workerGroupSpecs[0]" {
+	if got := jobframework.PodSetPath(j, "gpu").String(); got != "spec.rayClusterSpec.workerGroupSpecs[0]" {
 		t.Errorf("PodSetPath(gpu) = %s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package jobframework
+package trainjob
 
 import (
 	"encoding/json"
@@ -12,13 +12,19 @@ import (
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
-func wrapTrainJob(t *testing.T, u *unstructured.Unstructured) *TrainJob {
+const (
+	gpuRes   = "nvidia.com/gpu"
+	gpuLabel = "nvidia.com/gpu.product"
+)
+
+func wrapTrainJob(t *testing.T, u *unstructured.Unstructured) *Job {
 	t.Helper()
-	j, ok := Wrap(u).(*TrainJob)
+	j, ok := Integration.Wrap(u).(*Job)
 	if !ok {
-		t.Fatalf("Wrap(TrainJob) = %T", Wrap(u))
+		t.Fatalf("Wrap(TrainJob) = %T", Integration.Wrap(u))
 	}
 	return j
 }
@@ -198,13 +204,13 @@ func TestTrainJobPodSetOf(t *testing.T) {
 		"no index": {pod: pod(func(p *corev1.Pod) {
 			delete(p.Labels, "batch.kubernetes.io/job-completion-index")
 			delete(p.Annotations, "batch.kubernetes.io/job-completion-index")
-		}), set: "node", idx: AnyIndex, matches: true},
+		}), set: "node", idx: jobframework.AnyIndex, matches: true},
 		"a malformed index": {pod: pod(func(p *corev1.Pod) {
 			p.Labels["batch.kubernetes.io/job-completion-index"] = "two"
-		}), set: "node", idx: AnyIndex, matches: true},
+		}), set: "node", idx: jobframework.AnyIndex, matches: true},
 		"a second Job of the replicated job": {pod: pod(func(p *corev1.Pod) {
 			p.Labels["jobset.sigs.k8s.io/job-index"] = "1"
-		}), set: "node", idx: AnyIndex, matches: true},
+		}), set: "node", idx: jobframework.AnyIndex, matches: true},
 		"an initializer's pod": {pod: pod(func(p *corev1.Pod) {
 			p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] = "dataset-initializer"
 		})},
@@ -225,23 +231,23 @@ func TestTrainJobPodSetOf(t *testing.T) {
 	if got, want := j.PodSelector(), map[string]string{"jobset.sigs.k8s.io/jobset-name": "a"}; !cmp.Equal(got, want) {
 		t.Errorf("PodSelector = %v, want %v", got, want)
 	}
-	if got := PodSetPath(j, "node").String(); got != "spec.trainer" {
+	if got := jobframework.PodSetPath(j, "node").String(); got != "spec.trainer" {
 		t.Errorf("PodSetPath(node) = %s", got)
 	}
-	if got := GPULimitPath(j, "node", gpuRes).String(); got != "spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]" {
+	if got := jobframework.GPULimitPath(j, "node", gpuRes).String(); got != "spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]" {
 		t.Errorf("GPULimitPath(node) = %s", got)
 	}
-	if got := AllocationName(j.GVK().Kind, "a"); got != "trainjob-a" {
+	if got := jobframework.AllocationName(j.GVK().Kind, "a"); got != "trainjob-a" {
 		t.Errorf("AllocationName = %s", got)
 	}
 	// Another kind's unstructured object is not a TrainJob.
 	other := &unstructured.Unstructured{}
 	other.SetAPIVersion("jobset.x-k8s.io/v1alpha2")
 	other.SetKind("JobSet")
-	if w := TrainJobIntegration.Wrap(other); w != nil {
+	if w := Integration.Wrap(other); w != nil {
 		t.Errorf("Wrap(JobSet) = %v, want nil", w)
 	}
-	if o := TrainJobIntegration.NewObject(); o.GetObjectKind().GroupVersionKind() != TrainJobGVK {
+	if o := Integration.NewObject(); o.GetObjectKind().GroupVersionKind() != GVK {
 		t.Errorf("NewObject kind = %v", o.GetObjectKind().GroupVersionKind())
 	}
 }

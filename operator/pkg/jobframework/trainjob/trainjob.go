@@ -1,4 +1,4 @@
-package jobframework
+package trainjob
 
 import (
 	"encoding/json"
@@ -13,13 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
 // The operator reads, suspends and resumes TrainJobs.
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs/status,verbs=get
 
-// TrainJob adapts a Kubeflow Trainer v2 trainer.kubeflow.org/v1alpha1 TrainJob (Trainer
+// Job adapts a Kubeflow Trainer v2 trainer.kubeflow.org/v1alpha1 TrainJob (Trainer
 // v2.0). The trainer's Go API imports JobSet, so the adapter works on the unstructured object:
 // it reads the few fields it needs through the local types below and writes spec.suspend in
 // place, so that every other field, known to it or not, goes back to the API server as read.
@@ -37,34 +38,34 @@ import (
 // Allocation label, the agent's socket, the resume point); the binder then places them by
 // their completion index. On suspend the trainer suspends the JobSet, whose Jobs delete their
 // pods.
-type TrainJob struct{ obj *unstructured.Unstructured }
+type Job struct{ obj *unstructured.Unstructured }
 
 var (
-	_ GenericJob    = (*TrainJob)(nil)
-	_ PodSetPaths   = (*TrainJob)(nil)
-	_ GPULimitPaths = (*TrainJob)(nil)
+	_ jobframework.GenericJob    = (*Job)(nil)
+	_ jobframework.PodSetPaths   = (*Job)(nil)
+	_ jobframework.GPULimitPaths = (*Job)(nil)
 )
 
-// TrainJobGVK is trainer.kubeflow.org/v1alpha1 TrainJob.
-var TrainJobGVK = schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"}
+// GVK is trainer.kubeflow.org/v1alpha1 TrainJob.
+var GVK = schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"}
 
-// TrainJobIntegration registers the TrainJob adapter. Its objects are unstructured, which
+// Integration registers the TrainJob adapter. Its objects are unstructured, which
 // controller-runtime's client reads from the API server rather than from the cache.
-var TrainJobIntegration = Integration{
-	GVK: TrainJobGVK,
+var Integration = jobframework.Integration{
+	GVK: GVK,
 	NewObject: func() client.Object {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(TrainJobGVK)
+		u.SetGroupVersionKind(GVK)
 		return u
 	},
 	NewList: func() client.ObjectList {
 		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(TrainJobGVK.GroupVersion().WithKind(TrainJobGVK.Kind + "List"))
+		l.SetGroupVersionKind(GVK.GroupVersion().WithKind(GVK.Kind + "List"))
 		return l
 	},
-	Wrap: func(obj client.Object) GenericJob {
-		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == TrainJobGVK {
-			return &TrainJob{obj: u}
+	Wrap: func(obj client.Object) jobframework.GenericJob {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == GVK {
+			return &Job{obj: u}
 		}
 		return nil
 	},
@@ -111,14 +112,14 @@ type trainJobCondition struct {
 }
 
 // Object returns the TrainJob.
-func (j *TrainJob) Object() client.Object { return j.obj }
+func (j *Job) Object() client.Object { return j.obj }
 
 // GVK returns trainer.kubeflow.org/v1alpha1 TrainJob.
-func (j *TrainJob) GVK() schema.GroupVersionKind { return TrainJobGVK }
+func (j *Job) GVK() schema.GroupVersionKind { return GVK }
 
 // decode reads the field at path into out (a local type, through its json form); a missing
 // field leaves out as it is.
-func (j *TrainJob) decode(out any, path ...string) error {
+func (j *Job) decode(out any, path ...string) error {
 	v, found, err := unstructured.NestedFieldNoCopy(j.obj.Object, path...)
 	if err != nil || !found || v == nil {
 		return err
@@ -136,10 +137,10 @@ var (
 )
 
 // PodSetPath returns spec.trainer, where the node job's gang is set.
-func (j *TrainJob) PodSetPath(string) *field.Path { return trainJobTrainerPath }
+func (j *Job) PodSetPath(string) *field.Path { return trainJobTrainerPath }
 
 // GPULimitPath returns spec.trainer.resourcesPerNode.limits[<gpu>].
-func (j *TrainJob) GPULimitPath(_, gpuResource string) *field.Path {
+func (j *Job) GPULimitPath(_, gpuResource string) *field.Path {
 	return trainJobTrainerPath.Child("resourcesPerNode", "limits").Key(gpuResource)
 }
 
@@ -148,7 +149,7 @@ func (j *TrainJob) GPULimitPath(_, gpuResource string) *field.Path {
 // (nodeSelector on the product label). Both numbers must be on the TrainJob itself: the
 // runtime's are not visible here. A scheduling gate on the node job is rejected: the binder
 // cannot bind a gated pod.
-func (j *TrainJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error) {
+func (j *Job) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error) {
 	var spec trainJobSpec
 	if err := j.decode(&spec, "spec"); err != nil {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}.ToAggregate()
@@ -208,18 +209,18 @@ func (o *trainJobPodSpecOverride) targets(job string) bool {
 
 // PodTemplates returns no templates: a TrainJob has none (see TrainJob). The operator's pod
 // webhook gives the node job's pods what the other kinds get through their templates.
-func (j *TrainJob) PodTemplates() map[string]*corev1.PodTemplateSpec {
+func (j *Job) PodTemplates() map[string]*corev1.PodTemplateSpec {
 	return map[string]*corev1.PodTemplateSpec{}
 }
 
 // IsSuspended reports spec.suspend.
-func (j *TrainJob) IsSuspended() bool {
+func (j *Job) IsSuspended() bool {
 	s, _, _ := unstructured.NestedBool(j.obj.Object, "spec", "suspend")
 	return s
 }
 
 // Suspend sets spec.suspend.
-func (j *TrainJob) Suspend(s bool) {
+func (j *Job) Suspend(s bool) {
 	if j.obj.Object == nil {
 		j.obj.Object = map[string]any{}
 	}
@@ -229,7 +230,7 @@ func (j *TrainJob) Suspend(s bool) {
 
 // Finished reports the condition Complete (succeeded) or Failed, true, that the trainer sets
 // from its JobSet's.
-func (j *TrainJob) Finished() (finished, succeeded bool) {
+func (j *Job) Finished() (finished, succeeded bool) {
 	var conds []trainJobCondition
 	if err := j.decode(&conds, "status", "conditions"); err != nil {
 		return false, false
@@ -252,32 +253,32 @@ func (j *TrainJob) Finished() (finished, succeeded bool) {
 // completion index (the node's rank), which the Job controller puts on the pod as a label
 // (Kubernetes 1.28 and later) and an annotation. A node pod without an index, or of a second
 // Job of the replicated job (which the trainer does not create), gets AnyIndex.
-func (j *TrainJob) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
+func (j *Job) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
 	if pod.Labels[JobSetNameLabel] != j.obj.GetName() || pod.Labels[ReplicatedJobNameLabel] != TrainJobNodePodSet {
 		return "", 0, false
 	}
-	if a, ok := pod.Labels[pickymanv1.LabelAllocation]; ok && a != AllocationName(TrainJobGVK.Kind, j.obj.GetName()) {
+	if a, ok := pod.Labels[pickymanv1.LabelAllocation]; ok && a != jobframework.AllocationName(GVK.Kind, j.obj.GetName()) {
 		return "", 0, false
 	}
 	if ji, ok := pod.Labels[jobSetJobIndexLabel]; ok && ji != "0" {
-		return TrainJobNodePodSet, AnyIndex, true
+		return TrainJobNodePodSet, jobframework.AnyIndex, true
 	}
 	v, ok := pod.Labels[batchv1.JobCompletionIndexAnnotation]
 	if !ok {
 		v, ok = pod.Annotations[batchv1.JobCompletionIndexAnnotation]
 	}
 	if !ok {
-		return TrainJobNodePodSet, AnyIndex, true
+		return TrainJobNodePodSet, jobframework.AnyIndex, true
 	}
 	idx, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || idx < 0 {
-		return TrainJobNodePodSet, AnyIndex, true
+		return TrainJobNodePodSet, jobframework.AnyIndex, true
 	}
 	return TrainJobNodePodSet, int32(idx), true
 }
 
 // PodSelector selects the pods of the TrainJob's JobSet, which is named after it (the
 // initializers' pods too; the gang's are those of the replicated job "node").
-func (j *TrainJob) PodSelector() map[string]string {
+func (j *Job) PodSelector() map[string]string {
 	return map[string]string{JobSetNameLabel: j.obj.GetName()}
 }

@@ -1,4 +1,4 @@
-package jobframework
+package pytorchjob
 
 import (
 	"strings"
@@ -11,6 +11,7 @@ import (
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
 const (
@@ -57,7 +58,7 @@ func TestPyTorchJobPodSets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := (*PyTorchJob)(tc.job).PodSets(gpuRes, gpuLabel)
+			got, err := (*Job)(tc.job).PodSets(gpuRes, gpuLabel)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("PodSets error = %v, want it to contain %q", err, tc.wantErr)
@@ -96,7 +97,7 @@ func TestGangShape(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			w, per, _, err := GangShape(tc.sets)
+			w, per, _, err := jobframework.GangShape(tc.sets)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("GangShape error = %v, wantErr %v", err, tc.wantErr)
 			}
@@ -123,7 +124,7 @@ func TestPyTorchJobSuspendAndFinished(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			j := (*PyTorchJob)(tc.job)
+			j := (*Job)(tc.job)
 			if got := j.IsSuspended(); got != tc.wantSuspended {
 				t.Errorf("IsSuspended = %v, want %v", got, tc.wantSuspended)
 			}
@@ -160,7 +161,7 @@ func TestPyTorchJobPodSetOf(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, i, ok := (*PyTorchJob)(job).PodSetOf(tc.pod)
+			s, i, ok := (*Job)(job).PodSetOf(tc.pod)
 			if diff := cmp.Diff(tc.want, want{s, i, ok}); diff != "" {
 				t.Errorf("PodSetOf (-want +got):\n%s", diff)
 			}
@@ -171,7 +172,7 @@ func TestPyTorchJobPodSetOf(t *testing.T) {
 func TestReadHints(t *testing.T) {
 	cases := map[string]struct {
 		job     *kftraining.PyTorchJob
-		want    Hints
+		want    jobframework.Hints
 		wantErr string
 	}{
 		"none": {job: utiltesting.MakePyTorchJob("a", "ns").Obj()},
@@ -181,7 +182,7 @@ func TestReadHints(t *testing.T) {
 				Annotation(pickymanv1.AnnotationDatasetBytes, "1000").
 				Annotation(pickymanv1.AnnotationCheckpointBytes, "200").
 				Annotation(pickymanv1.AnnotationEstimate, "2h30m").Obj(),
-			want: Hints{Model: "resnet50", Epochs: 90, DatasetBytes: 1000, CheckpointBytes: 200, Estimate: 150 * time.Minute},
+			want: jobframework.Hints{Model: "resnet50", Epochs: 90, DatasetBytes: 1000, CheckpointBytes: 200, Estimate: 150 * time.Minute},
 		},
 		"bad epochs": {
 			job:     utiltesting.MakePyTorchJob("a", "ns").Annotation(pickymanv1.AnnotationEpochs, "many").Obj(),
@@ -194,7 +195,7 @@ func TestReadHints(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ReadHints(tc.job)
+			got, err := jobframework.ReadHints(tc.job)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("ReadHints error = %v, want it to name %q", err, tc.wantErr)
@@ -213,19 +214,19 @@ func TestReadHints(t *testing.T) {
 
 func TestWrapAndAllocationName(t *testing.T) {
 	job := utiltesting.MakePyTorchJob("train", "ns").Obj()
-	if Wrap(job) == nil {
+	if Integration.Wrap(job) == nil {
 		t.Fatal("Wrap(PyTorchJob) = nil")
 	}
-	if Wrap(&corev1.Pod{}) != nil {
+	if Integration.Wrap(&corev1.Pod{}) != nil {
 		t.Error("Wrap(Pod) != nil")
 	}
-	if got, want := AllocationName("PyTorchJob", "train"), "pytorchjob-train"; got != want {
+	if got, want := jobframework.AllocationName("PyTorchJob", "train"), "pytorchjob-train"; got != want {
 		t.Errorf("AllocationName = %q, want %q", got, want)
 	}
-	if !Managed(job) {
+	if !jobframework.Managed(job) {
 		t.Error("job with a queue label is not managed")
 	}
-	if Managed(utiltesting.MakePyTorchJob("x", "ns").Queue("").Obj()) {
+	if jobframework.Managed(utiltesting.MakePyTorchJob("x", "ns").Queue("").Obj()) {
 		t.Error("job without a queue label is managed")
 	}
 }

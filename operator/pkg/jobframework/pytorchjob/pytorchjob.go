@@ -1,4 +1,4 @@
-package jobframework
+package pytorchjob
 
 import (
 	"fmt"
@@ -14,41 +14,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
-// PyTorchJob adapts a Kubeflow training-operator v1 PyTorchJob.
-type PyTorchJob kftraining.PyTorchJob
+// Job adapts a Kubeflow training-operator v1 PyTorchJob.
+type Job kftraining.PyTorchJob
 
 var (
-	_ GenericJob  = (*PyTorchJob)(nil)
-	_ PodSetPaths = (*PyTorchJob)(nil)
-	_ Elastic     = (*PyTorchJob)(nil)
+	_ jobframework.GenericJob  = (*Job)(nil)
+	_ jobframework.PodSetPaths = (*Job)(nil)
+	_ jobframework.Elastic     = (*Job)(nil)
 )
 
-// PyTorchJobGVK is kubeflow.org/v1 PyTorchJob.
-var PyTorchJobGVK = kftraining.GroupVersion.WithKind(kftraining.PyTorchJobKind)
+// GVK is kubeflow.org/v1 PyTorchJob.
+var GVK = kftraining.GroupVersion.WithKind(kftraining.PyTorchJobKind)
 
-// PyTorchJobIntegration registers the PyTorchJob adapter.
-var PyTorchJobIntegration = Integration{
-	GVK:       PyTorchJobGVK,
+// Integration registers the PyTorchJob adapter.
+var Integration = jobframework.Integration{
+	GVK:       GVK,
 	NewObject: func() client.Object { return &kftraining.PyTorchJob{} },
 	NewList:   func() client.ObjectList { return &kftraining.PyTorchJobList{} },
-	Wrap: func(obj client.Object) GenericJob {
+	Wrap: func(obj client.Object) jobframework.GenericJob {
 		if j, ok := obj.(*kftraining.PyTorchJob); ok {
-			return (*PyTorchJob)(j)
+			return (*Job)(j)
 		}
 		return nil
 	},
 }
 
 // Object returns the PyTorchJob.
-func (j *PyTorchJob) Object() client.Object { return (*kftraining.PyTorchJob)(j) }
+func (j *Job) Object() client.Object { return (*kftraining.PyTorchJob)(j) }
 
 // GVK returns kubeflow.org/v1 PyTorchJob.
-func (j *PyTorchJob) GVK() schema.GroupVersionKind { return PyTorchJobGVK }
+func (j *Job) GVK() schema.GroupVersionKind { return GVK }
 
 // replicaTypes returns the job's replica types: Master first, then the rest by name.
-func (j *PyTorchJob) replicaTypes() []kftraining.ReplicaType {
+func (j *Job) replicaTypes() []kftraining.ReplicaType {
 	var out []kftraining.ReplicaType
 	for rt := range j.Spec.PyTorchReplicaSpecs {
 		out = append(out, rt)
@@ -67,13 +68,13 @@ func (j *PyTorchJob) replicaTypes() []kftraining.ReplicaType {
 }
 
 // PodSetPath returns the field path of a replica type's spec.
-func (j *PyTorchJob) PodSetPath(name string) *field.Path {
+func (j *Job) PodSetPath(name string) *field.Path {
 	return field.NewPath("spec", "pytorchReplicaSpecs").Key(name)
 }
 
 // PodSets returns one pod set per replica type, Master first. Every replica type must ask
 // for GPUs through a limit on gpuResource; the errors name the field.
-func (j *PyTorchJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error) {
+func (j *Job) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error) {
 	var errs field.ErrorList
 	specs := field.NewPath("spec", "pytorchReplicaSpecs")
 	if len(j.Spec.PyTorchReplicaSpecs) == 0 {
@@ -88,7 +89,7 @@ func (j *PyTorchJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.
 			continue
 		}
 		count := ptr.Deref(spec.Replicas, 1)
-		gpus := GPULimit(&spec.Template.Spec, corev1.ResourceName(gpuResource))
+		gpus := jobframework.GPULimit(&spec.Template.Spec, corev1.ResourceName(gpuResource))
 		if gpus <= 0 && count > 0 {
 			errs = append(errs, field.Required(p.Child("template", "spec", "containers").Key("resources.limits").Key(gpuResource),
 				"every replica of a PickyMan job needs a GPU limit"))
@@ -106,19 +107,8 @@ func (j *PyTorchJob) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.
 	return out, nil
 }
 
-// GPULimit sums the limits on resource over the containers of a pod spec.
-func GPULimit(spec *corev1.PodSpec, resource corev1.ResourceName) int32 {
-	var n int64
-	for i := range spec.Containers {
-		if q, ok := spec.Containers[i].Resources.Limits[resource]; ok {
-			n += q.Value()
-		}
-	}
-	return int32(n)
-}
-
 // PodTemplates returns the pod template of each replica type.
-func (j *PyTorchJob) PodTemplates() map[string]*corev1.PodTemplateSpec {
+func (j *Job) PodTemplates() map[string]*corev1.PodTemplateSpec {
 	out := make(map[string]*corev1.PodTemplateSpec, len(j.Spec.PyTorchReplicaSpecs))
 	for rt, spec := range j.Spec.PyTorchReplicaSpecs {
 		if spec != nil {
@@ -129,13 +119,13 @@ func (j *PyTorchJob) PodTemplates() map[string]*corev1.PodTemplateSpec {
 }
 
 // IsSuspended reports runPolicy.suspend.
-func (j *PyTorchJob) IsSuspended() bool { return ptr.Deref(j.Spec.RunPolicy.Suspend, false) }
+func (j *Job) IsSuspended() bool { return ptr.Deref(j.Spec.RunPolicy.Suspend, false) }
 
 // Suspend sets runPolicy.suspend.
-func (j *PyTorchJob) Suspend(s bool) { j.Spec.RunPolicy.Suspend = ptr.To(s) }
+func (j *Job) Suspend(s bool) { j.Spec.RunPolicy.Suspend = ptr.To(s) }
 
 // Finished reports a Succeeded or Failed condition that is true.
-func (j *PyTorchJob) Finished() (finished, succeeded bool) {
+func (j *Job) Finished() (finished, succeeded bool) {
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
@@ -152,7 +142,7 @@ func (j *PyTorchJob) Finished() (finished, succeeded bool) {
 
 // PodSetOf reads the replica type and index labels the training-operator puts on pods. The
 // replica-type label is the lower-cased replica type.
-func (j *PyTorchJob) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
+func (j *Job) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
 	rt, ok := pod.Labels[kftraining.ReplicaTypeLabel]
 	if !ok || pod.Labels[kftraining.JobNameLabel] != j.Name {
 		return "", 0, false
@@ -170,14 +160,14 @@ func (j *PyTorchJob) PodSetOf(pod *corev1.Pod) (string, int32, bool) {
 }
 
 // PodSelector selects the pods the training-operator creates for the job.
-func (j *PyTorchJob) PodSelector() map[string]string {
+func (j *Job) PodSelector() map[string]string {
 	return map[string]string{kftraining.JobNameLabel: j.Name}
 }
 
 // ElasticBounds reads spec.elasticPolicy: a job with minReplicas < maxReplicas and a Worker
 // replica type is elastic in its Worker count (torchrun's elastic min_nodes:max_nodes). The
 // Worker replicas must lie within the bounds.
-func (j *PyTorchJob) ElasticBounds() (string, int32, int32, bool, error) {
+func (j *Job) ElasticBounds() (string, int32, int32, bool, error) {
 	ep := j.Spec.ElasticPolicy
 	if ep == nil || ep.MinReplicas == nil || ep.MaxReplicas == nil {
 		return "", 0, 0, false, nil
@@ -201,7 +191,7 @@ func (j *PyTorchJob) ElasticBounds() (string, int32, int32, bool, error) {
 }
 
 // SetCount sets the replicas of a replica type.
-func (j *PyTorchJob) SetCount(podSet string, n int32) {
+func (j *Job) SetCount(podSet string, n int32) {
 	if s := j.Spec.PyTorchReplicaSpecs[kftraining.ReplicaType(podSet)]; s != nil {
 		s.Replicas = ptr.To(n)
 	}
