@@ -4,14 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os/signal"
-	"syscall"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/pickyman/pickyman/agent/pkg/app"
 	"github.com/pickyman/pickyman/agent/pkg/metrics"
@@ -50,22 +46,9 @@ func (o Options) Physics() (Physics, error) {
 // Main parses args and runs the testbed agent until SIGINT or SIGTERM.
 func Main(args []string) int {
 	var o Options
-	fs := flag.NewFlagSet("pickyman-testbed-agent", flag.ContinueOnError)
-	o.Flags(fs)
-	lc := textlogger.NewConfig()
-	lc.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	log := textlogger.NewLogger(lc)
-	ctrl.SetLogger(log)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := Run(ctx, o, log); err != nil {
-		log.Error(err, "testbed agent failed")
-		return 1
-	}
-	return 0
+	return app.Command("pickyman-testbed-agent", args, o.Flags, func(ctx context.Context, log logr.Logger) error {
+		return Run(ctx, o, log)
+	})
 }
 
 // Run serves the fake nodes that o.NodeSelector selects, with the agent's metrics.

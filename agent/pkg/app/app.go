@@ -64,8 +64,23 @@ func (o *Options) Flags(fs *flag.FlagSet) {
 // Main parses args and runs the agent until SIGINT or SIGTERM.
 func Main(args []string) int {
 	var o Options
-	fs := flag.NewFlagSet("pickyman-agent", flag.ContinueOnError)
-	o.Flags(fs)
+	return Command("pickyman-agent", args, o.Flags, func(ctx context.Context, log logr.Logger) error {
+		if o.PrepareSocketDir >= 0 {
+			if err := PrepareSocketDir(o.SocketDir, o.PrepareSocketDir); err != nil {
+				return fmt.Errorf("prepare socket directory: %w", err)
+			}
+			return nil
+		}
+		return Run(ctx, o, log)
+	})
+}
+
+// Command parses args into the flags that addFlags registers, with klog's text logger
+// flags, and calls run until SIGINT or SIGTERM. It returns the process's exit code: 2 for
+// bad flags, 1 when run fails (the error is logged), else 0.
+func Command(name string, args []string, addFlags func(*flag.FlagSet), run func(context.Context, logr.Logger) error) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	addFlags(fs)
 	lc := textlogger.NewConfig()
 	lc.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -75,15 +90,8 @@ func Main(args []string) int {
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if o.PrepareSocketDir >= 0 {
-		if err := PrepareSocketDir(o.SocketDir, o.PrepareSocketDir); err != nil {
-			log.Error(err, "prepare socket directory")
-			return 1
-		}
-		return 0
-	}
-	if err := Run(ctx, o, log); err != nil {
-		log.Error(err, "agent failed")
+	if err := run(ctx, log); err != nil {
+		log.Error(err, name+" failed")
 		return 1
 	}
 	return 0
