@@ -1556,9 +1556,10 @@ func (o Options) realNodeLeftovers(nodes []realNode) []string {
 		if err != nil {
 			continue
 		}
+		// This cluster's guard rule names its bridges' prefix; another cluster of the same
+		// name (another workdir) has its own.
 		for _, line := range strings.Split(out, "\n") {
-			if strings.Contains(line, realNodeComment+":"+o.Name) || strings.Contains(line, "KUBE-") ||
-				strings.Contains(line, "CNI-") || strings.Contains(line, "pmrn"+o.realNodeID()[:6]) {
+			if strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") || strings.Contains(line, "pmrn"+o.realNodeID()[:6]) {
 				left = append(left, strings.TrimSuffix(save, "-save")+" "+strings.TrimSpace(line))
 			}
 		}

@@ -159,6 +159,7 @@ func realNodeNameFromAlias(bridge string, i int) string {
 	if len(cluster) == 0 {
 		return ""
 	}
+	// ip -o ends each folded line with a backslash.
 	return fmt.Sprintf("%s-node-%d", strings.TrimRight(cluster[0], "\\"), i)
 }
 

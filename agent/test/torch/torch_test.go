@@ -315,20 +315,7 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &api.Server{Registry: reg, Resolver: res}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if err := srv.Serve(ctx, l); err != nil {
-			t.Errorf("agent server: %v", err)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		if err := co.Run(ctx); err != nil {
-			t.Errorf("coordinator: %v", err)
-		}
-	}()
+	wg := serveAgent(ctx, t, srv, l, co)
 	defer wg.Wait()
 	defer cancel()
 
@@ -482,20 +469,7 @@ func startAgentSide(t *testing.T, firstUID string) *agentSide {
 		t.Fatal(err)
 	}
 	srv := &api.Server{Registry: a.reg, Resolver: a.res}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if err := srv.Serve(ctx, l); err != nil {
-			t.Errorf("agent server: %v", err)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		if err := co.Run(ctx); err != nil {
-			t.Errorf("coordinator: %v", err)
-		}
-	}()
+	wg := serveAgent(ctx, t, srv, l, co)
 	t.Cleanup(func() { cancel(); wg.Wait(); os.RemoveAll(sockDir) })
 	return a
 }
@@ -604,4 +578,24 @@ func TestTorchResizeFromCheckpoint(t *testing.T) {
 		t.Fatalf("run 3 finished at epoch %d, want %d", done.Epoch, epochs)
 	}
 	t.Logf("shrink 2->1 at epoch %d, grow 1->2 at epoch %d, finished at %d; parameters identical after each restore", ckpt1.Epoch, ckpt2.Epoch, epochs)
+}
+
+// serveAgent runs the agent's socket server and coordinator until ctx ends; wait on the
+// group before the test ends, so that their errors are reported.
+func serveAgent(ctx context.Context, t *testing.T, srv *api.Server, l *net.UnixListener, co *coord.Coordinator) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ctx, l); err != nil {
+			t.Errorf("agent server: %v", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := co.Run(ctx); err != nil {
+			t.Errorf("coordinator: %v", err)
+		}
+	}()
+	return &wg
 }
