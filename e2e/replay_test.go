@@ -13,7 +13,6 @@ import (
 
 	"github.com/pickyman/pickyman/e2e/util"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
-	"github.com/pickyman/pickyman/operator/pkg/sched"
 	"github.com/pickyman/pickyman/testbed/cluster"
 	"github.com/pickyman/pickyman/testbed/metrics"
 	"github.com/pickyman/pickyman/testbed/replay"
@@ -93,7 +92,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 			ginkgo.By("comparing with the simulator on the same jobs")
 			cfg := sim.DefaultConfig()
 			cmp, err := sim.NewComparison(traces.Cluster{Pools: []traces.NodePool{{Count: nodes, GPUs: gpusPerNode, GPUModel: model}}},
-				jobs, []string{policy}, func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }, cfg)
+				jobs, []string{policy}, policies.ByName, cfg)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			simRuns, err := cmp.Run(ctx)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())

@@ -55,9 +55,9 @@ results-elastic: build ## Elastic rows of docs/policy.md: half of the multi-GPU 
 	$(call policy-run,generated-elastic-grow2,--cluster 8x8 --elastic 0.5 --elastic-grow 2 --policies pickyman,pickyman-rigid)
 
 # The settings compared in docs/policy.md ("Settings compared"): the defaults, strict classes
-# with aging 0.5 (promote=0;aging=0.5) and the queue-aware natural wait, next to tiresias,
+# with aging 0.5 (promote=0s;aging=0.5) and the queue-aware natural wait, next to tiresias,
 # over three seeds (the full philly.csv over one: it takes minutes per variant).
-SWEEP_VARIANTS ?= pickyman pickyman|promote=0;aging=0.5 pickyman|queuewait=true tiresias
+SWEEP_VARIANTS ?= pickyman pickyman|promote=0s;aging=0.5 pickyman|queueWait=true tiresias
 SWEEP_SEEDS    ?= 1,2,3
 SWEEP          := $(GO) run ./hack/sweep
 

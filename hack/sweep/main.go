@@ -1,16 +1,18 @@
 // Command sweep compares PickyMan settings on one trace over several seeds: each variant is
-// a registered policy name with optional parameters (policies.Options.Params), and each
+// a registered policy name with optional arguments (the fields of its arguments in the
+// operator's configuration, api/config/v1alpha1: name=value, durations as 10m), and each
 // seed replays the trace with its own synthesized fields and overhead noise (the generated
 // trace is a different trace per seed). It prints one Markdown table per seed with the
 // waiting time, makespan, preemptions, GPU-hours lost and the mean waiting time of the high
 // and the low priority class, the figures behind docs/policy.md's "Settings compared".
 //
 //	go run ./hack/sweep -trace ../shared/traces/tiresias/60_job.csv \
-//	    -cluster 2x4 -seeds 1,2,3 -variants 'pickyman pickyman|promote=0;aging=0.5 tiresias'
+//	    -cluster 2x4 -seeds 1,2,3 -variants 'pickyman pickyman|promote=0s;aging=0.5 tiresias'
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +22,9 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 	"github.com/pickyman/pickyman/testbed/metrics"
@@ -40,7 +45,7 @@ func run(args []string, out io.Writer) error {
 	cluster := fs.String("cluster", "8x8", "cluster spec or cluster file")
 	window := fs.String("window", "", "FROM:TO in hours: only jobs submitted in [FROM, TO), shifted to 0")
 	seeds := fs.String("seeds", "1", "comma-separated seeds")
-	variants := fs.String("variants", "pickyman", "space-separated variants: policy or policy|name=value;name=value")
+	variants := fs.String("variants", "pickyman", "space-separated variants: policy or policy|argument=value;argument=value")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,20 +90,38 @@ func run(args []string, out io.Writer) error {
 	return nil
 }
 
-// build makes the policy of a variant "name|k=v;k=v".
+// build makes the policy of a variant "name|k=v;k=v": each k is a field of the policy's
+// arguments in the operator's configuration (configv1.PickyManArgs for pickyman), read as
+// the configuration file would read it.
 func build(variant string) (sched.Policy, error) {
 	name, list, _ := strings.Cut(variant, "|")
-	params := map[string]string{}
+	p := configv1.Policy{Name: name}
 	if list != "" {
+		args := policies.ArgsOf(name)
+		if args == policies.ArgsNone {
+			return nil, fmt.Errorf("variant %q: policy %s takes no arguments", variant, name)
+		}
+		fields := map[string]any{}
 		for _, kv := range strings.Split(list, ";") {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok {
-				return nil, fmt.Errorf("variant %q: parameter %q is not name=value", variant, kv)
+				return nil, fmt.Errorf("variant %q: argument %q is not name=value", variant, kv)
 			}
-			params[k] = v
+			var val any = v
+			if json.Valid([]byte(v)) {
+				val = json.RawMessage(v) // numbers and booleans as themselves
+			}
+			fields[k] = val
+		}
+		doc, err := json.Marshal(map[string]any{"name": name, string(args): fields})
+		if err != nil {
+			return nil, err
+		}
+		if err := yaml.UnmarshalStrict(doc, &p); err != nil {
+			return nil, fmt.Errorf("variant %q: %w", variant, err)
 		}
 	}
-	return policies.New(name, policies.Options{Params: params})
+	return policies.New(p, policies.Options{})
 }
 
 // load reads the trace (or generates the default one with seed) and applies the window.

@@ -131,7 +131,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 			if pickyman {
 				conf := &configv1.Configuration{}
 				if operatorConf != "" {
-					if conf, err = configv1.Load(operatorConf, policies.Names()); err != nil {
+					if conf, err = configv1.Load(operatorConf, policies.Validate); err != nil {
 						return err
 					}
 				}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pickyman/pickyman/operator/pkg/policies"
-	"github.com/pickyman/pickyman/operator/pkg/sched"
 	"github.com/pickyman/pickyman/testbed/cluster"
 	"github.com/pickyman/pickyman/testbed/metrics"
 	"github.com/pickyman/pickyman/testbed/replay"
@@ -235,7 +234,7 @@ func replayClients(kubeconfig string) (*cluster.Clients, client.Client, error) {
 func (o replayOptions) simulateSame(ctx context.Context, size traces.Cluster, jobs []traces.Job, elastic sim.Elasticity) (*metrics.Run, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Elastic = o.seed, elastic
-	factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
+	factory := policies.ByName
 	cmp, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
 	if err != nil {
 		return nil, err

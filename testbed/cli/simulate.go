@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pickyman/pickyman/operator/pkg/policies"
-	"github.com/pickyman/pickyman/operator/pkg/sched"
 	"github.com/pickyman/pickyman/testbed/report"
 	"github.com/pickyman/pickyman/testbed/sim"
 	"github.com/pickyman/pickyman/traces"
@@ -118,7 +117,7 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 		return fmt.Errorf("--elastic-grow %d: want 1 or more", o.grow)
 	}
 	cfg.Elastic.Share, cfg.Elastic.Grow = o.elastic, o.grow
-	factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
+	factory := policies.ByName
 	cmp, err := sim.NewComparison(cluster, jobs, names, factory, cfg)
 	if err != nil {
 		return err

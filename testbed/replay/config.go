@@ -1,13 +1,13 @@
 package replay
 
 import (
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/overhead"
+	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/operator/pkg/policies/pickyman"
 	"github.com/pickyman/pickyman/operator/pkg/policies/tiresias"
 	"github.com/pickyman/pickyman/testbed/sim"
@@ -25,7 +25,7 @@ func OperatorConfig(policy string, jobs []traces.Job, timeScale float64) *config
 	ph := sim.DefaultPhysics()
 	c := &configv1.Configuration{
 		Queues: Queues(jobs),
-		Policy: configv1.Policy{Name: policy, Params: ScaledParams(policy, timeScale)},
+		Policy: ScaledPolicy(policy, timeScale),
 		Overhead: configv1.Overhead{
 			WriteBytesPerSecond: ph.WriteBandwidth * timeScale,
 			ReadBytesPerSecond:  ph.ReadBandwidth * timeScale,
@@ -44,24 +44,25 @@ func OperatorConfig(policy string, jobs []traces.Job, timeScale float64) *config
 	return c
 }
 
-// ScaledParams are the policy's time constants, from their trace-time defaults, in real time.
-// (Aging is a rate, seconds per second, and needs no scaling.)
-func ScaledParams(policy string, timeScale float64) map[string]string {
-	real := func(d time.Duration) string { return time.Duration(float64(d) / timeScale).String() }
-	switch {
-	case strings.HasPrefix(policy, pickyman.Name):
-		o := pickyman.DefaultOptions()
-		params := map[string]string{"unknown": real(o.Unknown), "refresh": real(o.Refresh)}
-		if o.Promote > 0 {
-			params["promote"] = real(o.Promote)
-		}
-		return params
-	case policy == tiresias.Name:
-		var th []string
-		for _, d := range tiresias.DefaultThresholds {
-			th = append(th, real(d))
-		}
-		return map[string]string{"thresholds": strings.Join(th, ",")}
+// ScaledPolicy is the policy section for policy with its time constants, from their
+// trace-time defaults, in real time. (Aging is a rate, seconds per second, and needs no
+// scaling.)
+func ScaledPolicy(policy string, timeScale float64) configv1.Policy {
+	real := func(d time.Duration) *metav1.Duration {
+		return &metav1.Duration{Duration: time.Duration(float64(d) / timeScale)}
 	}
-	return nil
+	p := configv1.Policy{Name: policy}
+	switch policies.ArgsOf(policy) {
+	case policies.ArgsPickyMan:
+		o := pickyman.DefaultOptions()
+		p.PickyMan = &configv1.PickyManArgs{Unknown: real(o.Unknown), Refresh: real(o.Refresh), Promote: real(o.Promote)}
+	case policies.ArgsTiresias:
+		a := &configv1.TiresiasArgs{}
+		for _, d := range tiresias.DefaultThresholds {
+			a.Thresholds = append(a.Thresholds, *real(d))
+		}
+		p.Tiresias = a
+	case policies.ArgsNone, policies.ArgsFIFO:
+	}
+	return p
 }

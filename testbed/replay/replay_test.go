@@ -19,6 +19,8 @@ import (
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/policies/pickyman"
+	"github.com/pickyman/pickyman/operator/pkg/policies/tiresias"
 	"github.com/pickyman/pickyman/testbed/cluster"
 	"github.com/pickyman/pickyman/testbed/metrics"
 	"github.com/pickyman/pickyman/traces"
@@ -83,11 +85,23 @@ func TestOperatorConfigIsValid(t *testing.T) {
 	jobs[1].Queue = ""
 	for _, p := range []string{"fifo", "tiresias", "pickyman"} {
 		c := OperatorConfig(p, jobs, 100)
-		if errs := c.Validate(policies.Names()); len(errs) > 0 {
+		if errs := c.Validate(policies.Validate); len(errs) > 0 {
 			t.Errorf("%s: %v", p, errs.ToAggregate())
 		}
-		if _, err := policies.New(p, policies.Options{Params: c.Policy.Params}); err != nil {
-			t.Errorf("%s: parameters %v: %v", p, c.Policy.Params, err)
+		pol, err := policies.New(c.Policy, policies.Options{Protection: &c.Protection, Overhead: &c.Overhead})
+		if err != nil {
+			t.Errorf("%s: policy %+v: %v", p, c.Policy, err)
+		}
+		// The policy's time constants are the trace-time defaults in real time (1 h / 100).
+		switch pol := pol.(type) {
+		case *pickyman.Policy:
+			if o := pol.Options(); o.Unknown != 36*time.Second || o.Refresh != 6*time.Second || o.Protect != 6*time.Second {
+				t.Errorf("%s: unknown %v, refresh %v, protect %v: want 36s, 6s, 6s", p, o.Unknown, o.Refresh, o.Protect)
+			}
+		case *tiresias.Tiresias:
+			if th := c.Policy.Tiresias.Thresholds; len(th) != 1 || th[0].Duration != 36*time.Second {
+				t.Errorf("%s: thresholds %v, want [36s]", p, th)
+			}
 		}
 		if got := c.Overhead.ContainerStart.Duration; got != 200*time.Millisecond {
 			t.Errorf("%s: container start %v, want 20 s / 100", p, got)

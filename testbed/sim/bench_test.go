@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pickyman/pickyman/operator/pkg/policies"
-	"github.com/pickyman/pickyman/operator/pkg/sched"
 	"github.com/pickyman/pickyman/testbed/metrics"
 	"github.com/pickyman/pickyman/traces"
 )
@@ -56,7 +55,7 @@ func BenchmarkSimulate(b *testing.B) {
 // `pickyman simulate` does, and reports the wall time of the whole comparison.
 func BenchmarkSimulateAll(b *testing.B) {
 	jobs, cluster := loadPhilly(b)
-	factory := func(name string) (sched.Policy, error) { return policies.New(name, policies.Options{}) }
+	factory := policies.ByName
 	var wall time.Duration
 	for b.Loop() {
 		c, err := NewComparison(cluster, jobs, policies.Names(), factory, DefaultConfig())

@@ -41,7 +41,7 @@ func TestRegisteredPoliciesHandTrace(t *testing.T) {
 	}
 	for name, w := range want {
 		t.Run(name, func(t *testing.T) {
-			p, err := policies.New(name, policies.Options{})
+			p, err := policies.ByName(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func TestRegisteredPoliciesHandTrace(t *testing.T) {
 	// Every registered policy (pickyman too) completes the trace with invariants on.
 	for _, name := range policies.Names() {
 		t.Run("all/"+name, func(t *testing.T) {
-			p, err := policies.New(name, policies.Options{})
+			p, err := policies.ByName(name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ func tracePath(tb testing.TB, rel string) string {
 
 func runTrace(tb testing.TB, jobs []traces.Job, cluster traces.Cluster, policy string, cfg Config) *metrics.Run {
 	tb.Helper()
-	p, err := policies.New(policy, policies.Options{})
+	p, err := policies.ByName(policy)
 	if err != nil {
 		tb.Fatal(err)
 	}

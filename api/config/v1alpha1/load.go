@@ -8,17 +8,17 @@ import (
 )
 
 // Load reads a configuration file strictly (unknown fields are errors), applies defaults
-// and validates it against the registered policy names.
-func Load(path string, knownPolicies []string) (*Configuration, error) {
+// and validates it, its policy section with validatePolicy (the policy registry's Validate).
+func Load(path string, validatePolicy PolicyValidator) (*Configuration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, data, knownPolicies)
+	return Parse(path, data, validatePolicy)
 }
 
 // Parse is Load on bytes; name is used in error messages.
-func Parse(name string, data []byte, knownPolicies []string) (*Configuration, error) {
+func Parse(name string, data []byte, validatePolicy PolicyValidator) (*Configuration, error) {
 	cfg := &Configuration{}
 	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -27,7 +27,7 @@ func Parse(name string, data []byte, knownPolicies []string) (*Configuration, er
 		return nil, fmt.Errorf("%s: kind %q, want Configuration", name, cfg.Kind)
 	}
 	cfg.Default()
-	if errs := cfg.Validate(knownPolicies); len(errs) > 0 {
+	if errs := cfg.Validate(validatePolicy); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", name, errs.ToAggregate())
 	}
 	return cfg, nil

@@ -1,12 +1,23 @@
 package v1alpha1
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 )
 
-var policies = []string{"fifo", "pickyman"}
+// policies stands in for the policy registry's Validate: it knows fifo and pickyman.
+func policies(p Policy, path *field.Path) field.ErrorList {
+	known := []string{"fifo", "pickyman"}
+	if !slices.Contains(known, p.Name) {
+		return field.ErrorList{field.NotSupported(path.Child("name"), p.Name, known)}
+	}
+	return append(ValidateFIFOArgs(p.FIFO, path.Child("fifo")), ValidatePickyManArgs(p.PickyMan, path.Child("pickyman"))...)
+}
 
 func TestParse(t *testing.T) {
 	cases := map[string]struct {
@@ -44,6 +55,19 @@ func TestParse(t *testing.T) {
 				}
 			},
 		},
+		"typed policy arguments": {
+			in: "policy: {name: pickyman, pickyman: {aging: 0.25, promote: 0s, refresh: 2m, queueWait: true, smoothing: ewma}}\n",
+			check: func(t *testing.T, c *Configuration) {
+				a := c.Policy.PickyMan
+				if a == nil || *a.Aging != 0.25 || a.Promote.Duration != 0 || a.Refresh.Duration != 2*time.Minute || !*a.QueueWait || a.Smoothing != "ewma" {
+					t.Errorf("pickyman arguments read as %+v", a)
+				}
+			},
+		},
+		"unknown policy argument": {in: "policy: {name: pickyman, pickyman: {agin: 1}}\n", wantErr: `unknown field "agin"`},
+		"bad policy argument":     {in: "policy: {name: pickyman, pickyman: {gain: 0}}\n", wantErr: "policy.pickyman.gain: Invalid value: 0: must be positive"},
+		"bad smoothing":           {in: "policy: {name: pickyman, pickyman: {smoothing: mean}}\n", wantErr: `policy.pickyman.smoothing: Unsupported value: "mean"`},
+		"unparsable duration":     {in: "policy: {name: pickyman, pickyman: {refresh: soon}}\n", wantErr: `invalid duration "soon"`},
 		"unknown field":        {in: "polcy: {name: fifo}\n", wantErr: `unknown field "polcy"`},
 		"unknown policy":       {in: "policy: {name: lottery}\n", wantErr: `policy.name: Unsupported value: "lottery"`},
 		"duplicate queue":      {in: "queues: [{name: a}, {name: a}]\n", wantErr: `queues[1].name: Duplicate value: "a"`},
@@ -68,6 +92,33 @@ func TestParse(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.check(t, c)
+		})
+	}
+}
+
+func TestValidateTiresiasArgs(t *testing.T) {
+	cases := map[string]struct {
+		in      string
+		wantErr string
+	}{
+		"good":           {in: "thresholds: [1h, 10h]\nstarveLimit: 8\n"},
+		"not increasing": {in: "thresholds: [1h, 1m]\n", wantErr: "args.thresholds[1]: Invalid value: \"1m0s\": must be greater"},
+		"not positive":   {in: "thresholds: [0s]\n", wantErr: "args.thresholds[0]: Invalid value: \"0s\": must be positive"},
+		"negative limit": {in: "starveLimit: -1\n", wantErr: "args.starveLimit"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := &TiresiasArgs{}
+			if err := yaml.UnmarshalStrict([]byte(tc.in), a); err != nil {
+				t.Fatal(err)
+			}
+			err := ValidateTiresiasArgs(a, field.NewPath("args")).ToAggregate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("valid arguments refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want it to contain %q", err, tc.wantErr)
+			}
 		})
 	}
 }

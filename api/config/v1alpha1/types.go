@@ -40,11 +40,6 @@ type Queue struct {
 	Priority int32 `json:"priority,omitempty"`
 }
 
-// Policy names a registered policy (fifo, sjf, srtf, tiresias, kueue, pickyman, ...).
-type Policy struct {
-	Name   string            `json:"name"`
-	Params map[string]string `json:"params,omitempty"`
-}
 
 // Overhead holds the default parameters of the overhead model.
 type Overhead struct {

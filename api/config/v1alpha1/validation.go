@@ -5,9 +5,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Validate checks a defaulted configuration. knownPolicies lists the registered policy
-// names. Each error names the field and says why.
-func (c *Configuration) Validate(knownPolicies []string) field.ErrorList {
+// Validate checks a defaulted configuration; validatePolicy checks its policy section (the
+// policy registry's Validate). Each error names the field and says why.
+func (c *Configuration) Validate(validatePolicy PolicyValidator) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	qp := field.NewPath("queues")
@@ -24,13 +24,7 @@ func (c *Configuration) Validate(knownPolicies []string) field.ErrorList {
 		}
 		seen[q.Name] = true
 	}
-	found := false
-	for _, n := range knownPolicies {
-		found = found || n == c.Policy.Name
-	}
-	if !found {
-		errs = append(errs, field.NotSupported(field.NewPath("policy", "name"), c.Policy.Name, knownPolicies))
-	}
+	errs = append(errs, validatePolicy(c.Policy, field.NewPath("policy"))...)
 	op := field.NewPath("overhead")
 	if c.Overhead.WriteBytesPerSecond <= 0 {
 		errs = append(errs, field.Invalid(op.Child("writeBytesPerSecond"), c.Overhead.WriteBytesPerSecond, "must be positive"))

@@ -74,12 +74,12 @@ func LoadConfig(path string) (*configv1.Configuration, error) {
 	if path == "" {
 		c := &configv1.Configuration{}
 		c.Default()
-		if errs := c.Validate(policies.Names()); len(errs) > 0 {
+		if errs := c.Validate(policies.Validate); len(errs) > 0 {
 			return nil, errs.ToAggregate()
 		}
 		return c, nil
 	}
-	return configv1.Load(path, policies.Names())
+	return configv1.Load(path, policies.Validate)
 }
 
 // Run starts the operator and blocks until ctx ends.

@@ -58,7 +58,7 @@ func newHarness(t *testing.T, policy string, objs ...client.Object) *harness {
 	conf.Default()
 	clk := clocktesting.NewFakeClock(utiltesting.Epoch)
 	op := &Operator{Client: c, Reader: c, Scheme: s, Clock: clk, Config: conf, Metrics: metrics.New()}
-	pol, err := policies.New(policy, policies.Options{})
+	pol, err := policies.ByName(policy)
 	if err != nil {
 		t.Fatal(err)
 	}

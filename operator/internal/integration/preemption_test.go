@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 )
@@ -192,7 +193,7 @@ func TestNoOvercommit(t *testing.T) {
 	makeNodes(t, 8, "oc-a", "oc-b")
 	fakeTrainingOperator(t, ns)
 	conf := testConfig("fifo")
-	conf.Policy.Params = map[string]string{"backfill": "true"}
+	conf.Policy.FIFO = &configv1.FIFOArgs{Backfill: true}
 	startOperator(t, conf)
 	ctx := context.Background()
 	for i := range 8 {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/pickyman/pickyman/operator/pkg/jobframework/kinds"
@@ -88,7 +86,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if opts.LeaderElectionID == "" {
 		opts.LeaderElectionID = "pickyman-operator.pickyman.dev"
 	}
-	policy, err := policies.New(conf.Policy.Name, policies.Options{Params: PolicyParams(conf)})
+	policy, err := policies.New(conf.Policy, policies.Options{Protection: &conf.Protection, Overhead: &conf.Overhead})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,32 +220,3 @@ func EnabledIntegrations(mapper meta.RESTMapper) ([]jobframework.Integration, er
 // Allocations and (un)suspending jobs is API-bound, and with one worker a burst of
 // submissions queues behind it.
 const JobWorkers = 4
-
-// PolicyParams are the policy's parameters: the configuration's policy.params, plus, for the
-// PickyMan policies, the protection and overhead sections of the configuration translated
-// into their parameters (protect, budget, start, writebw, readbw, grace) where params does
-// not set them.
-func PolicyParams(conf *configv1.Configuration) map[string]string {
-	out := map[string]string{}
-	for k, v := range conf.Policy.Params {
-		out[k] = v
-	}
-	if !strings.HasPrefix(conf.Policy.Name, "pickyman") {
-		return out
-	}
-	set := func(k, v string) {
-		if _, ok := out[k]; !ok {
-			out[k] = v
-		}
-	}
-	set("protect", conf.Protection.MinRunAfterResume.Duration.String())
-	if conf.Protection.MaxPreemptions > 0 {
-		set("budget", strconv.Itoa(int(conf.Protection.MaxPreemptions)))
-	}
-	o := conf.Overhead
-	set("start", (o.ContainerStart.Duration + o.Warmup.Duration).String())
-	set("writebw", strconv.FormatFloat(o.WriteBytesPerSecond, 'g', -1, 64))
-	set("readbw", strconv.FormatFloat(o.ReadBytesPerSecond, 'g', -1, 64))
-	set("grace", o.GracePeriod.Duration.String())
-	return out
-}

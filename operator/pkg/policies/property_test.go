@@ -3,7 +3,11 @@ package policies_test
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
@@ -13,9 +17,9 @@ import (
 
 const iterations = 400
 
-func newPolicy(t testing.TB, name string, params map[string]string) sched.Policy {
+func newPolicy(t testing.TB, c configv1.Policy) sched.Policy {
 	t.Helper()
-	p, err := policies.New(name, policies.Options{Params: params})
+	p, err := policies.New(c, policies.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,17 +27,14 @@ func newPolicy(t testing.TB, name string, params map[string]string) sched.Policy
 }
 
 // configs are the configurations every baseline is checked under.
-var configs = []struct {
-	policy string
-	params map[string]string
-}{
-	{"fifo", nil},
-	{"fifo", map[string]string{"backfill": "true"}},
-	{"sjf", nil},
-	{"srtf", nil},
-	{"tiresias", nil},
-	{"tiresias", map[string]string{"thresholds": "1h,10h,100h", "starvelimit": "2"}},
-	{"kueue", nil},
+var configs = []configv1.Policy{
+	{Name: "fifo"},
+	{Name: "fifo", FIFO: &configv1.FIFOArgs{Backfill: true}},
+	{Name: "sjf"},
+	{Name: "srtf"},
+	{Name: "tiresias"},
+	{Name: "tiresias", Tiresias: &configv1.TiresiasArgs{Thresholds: []metav1.Duration{{Duration: time.Hour}, {Duration: 10 * time.Hour}, {Duration: 100 * time.Hour}}, StarveLimit: 2}},
+	{Name: "kueue"},
 }
 
 // TestDecisionsAreValidAndDeterministic runs every baseline on random snapshots: the
@@ -41,12 +42,12 @@ var configs = []struct {
 // fresh instances decide the same.
 func TestDecisionsAreValidAndDeterministic(t *testing.T) {
 	for _, c := range configs {
-		t.Run(c.policy+paramSuffix(c.params), func(t *testing.T) {
+		t.Run(c.Name+argsSuffix(c), func(t *testing.T) {
 			var starts, preemptions int
 			for seed := uint64(0); seed < iterations; seed++ {
 				r := rand.New(rand.NewPCG(seed, 7))
 				s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
-				d := newPolicy(t, c.policy, c.params).Schedule(s)
+				d := newPolicy(t, c).Schedule(s)
 				if err := sched.Validate(s, d); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
@@ -59,7 +60,7 @@ func TestDecisionsAreValidAndDeterministic(t *testing.T) {
 						t.Fatalf("seed %d: %s preempted for %q, which gets no reservation", seed, p.JobID, p.For)
 					}
 				}
-				again := newPolicy(t, c.policy, c.params).Schedule(s)
+				again := newPolicy(t, c).Schedule(s)
 				if diff := cmp.Diff(d, again); diff != "" {
 					t.Fatalf("seed %d: not deterministic (-first +second):\n%s", seed, diff)
 				}
@@ -69,7 +70,7 @@ func TestDecisionsAreValidAndDeterministic(t *testing.T) {
 			if starts == 0 {
 				t.Errorf("no job started in %d random snapshots", iterations)
 			}
-			if c.policy == "fifo" || c.policy == "sjf" {
+			if c.Name == "fifo" || c.Name == "sjf" {
 				if preemptions != 0 {
 					t.Errorf("%d preemptions from a non-preemptive policy", preemptions)
 				}
@@ -80,8 +81,8 @@ func TestDecisionsAreValidAndDeterministic(t *testing.T) {
 	}
 }
 
-func paramSuffix(p map[string]string) string {
-	if len(p) == 0 {
+func argsSuffix(p configv1.Policy) string {
+	if p.FIFO == nil && p.Tiresias == nil && p.PickyMan == nil {
 		return ""
 	}
 	return "/custom"
@@ -103,7 +104,7 @@ func TestVictimSetsAreMinimal(t *testing.T) {
 			for seed := uint64(0); seed < iterations; seed++ {
 				r := rand.New(rand.NewPCG(seed, 9))
 				s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
-				d := newPolicy(t, name, nil).Schedule(s)
+				d := newPolicy(t, configv1.Policy{Name: name}).Schedule(s)
 				checkMinimal(t, seed, s, d, ok)
 			}
 		})
@@ -180,7 +181,7 @@ func BenchmarkSchedule(b *testing.B) {
 	s := utiltesting.RandomSnapshot(1, utiltesting.RandomConfig{Nodes: 300, GPUsPerNode: 8, Running: 2000, Queued: 5000, Suspending: 0.02})
 	for _, name := range baselines {
 		b.Run(name, func(b *testing.B) {
-			p := newPolicy(b, name, nil)
+			p := newPolicy(b, configv1.Policy{Name: name})
 			b.ReportAllocs()
 			cpu0, n := processCPU(), 0
 			for b.Loop() {

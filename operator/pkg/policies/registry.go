@@ -1,15 +1,16 @@
 // Package policies registers the scheduling policies of the core. Each policy lives in its
 // own package; this file lists them explicitly (no init-time registration), so adding a
-// policy touches its package and one line of the registry below.
+// policy touches its package, its arguments in api/config/v1alpha1, and one line of the
+// registry below.
 package policies
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/operator/pkg/overhead"
 	"github.com/pickyman/pickyman/operator/pkg/policies/fifo"
 	"github.com/pickyman/pickyman/operator/pkg/policies/kueue"
 	"github.com/pickyman/pickyman/operator/pkg/policies/pickyman"
@@ -19,73 +20,99 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
-// Options are settings shared by every policy; a policy ignores what it does not use.
+// Args names the arguments field of configv1.Policy a policy reads.
+type Args string
+
+// The arguments a policy may take; ArgsNone: none.
+const (
+	ArgsNone     Args = ""
+	ArgsFIFO     Args = "fifo"
+	ArgsTiresias Args = "tiresias"
+	ArgsPickyMan Args = "pickyman"
+)
+
+// Options are the settings of the operator's configuration outside the policy section
+// that a policy reads; a nil field keeps the policy's own default (the simulator's).
 type Options struct {
-	// Params holds policy-specific settings as name=value strings. A name the policy does
-	// not know is an error.
-	Params map[string]string
+	// Protection gives PickyMan its protection after a (re)start and its preemption budget.
+	Protection *configv1.Protection
+	// Overhead gives PickyMan's overhead model its starting parameters.
+	Overhead *configv1.Overhead
 }
 
-// factory builds a policy from its parameters; it must consume (delete) every parameter
-// it knows, so that unknown ones can be reported.
-type factory func(p params) (sched.Policy, error)
+// entry is one registered policy: its name, the arguments it takes, and its constructor,
+// which gets validated arguments.
+type entry struct {
+	name string
+	args Args
+	new  func(p configv1.Policy, o Options) (sched.Policy, error)
+}
 
 // registry lists the policies in the order Names reports them.
-var registry = []struct {
-	name string
-	new  factory
-}{
-	{fifo.Name, func(p params) (sched.Policy, error) {
-		b, err := p.bool("backfill", false)
-		return fifo.New(fifo.Options{Backfill: b}), err
-	}},
-	{sjf.Name, func(params) (sched.Policy, error) { return sjf.New(), nil }},
-	{srtf.Name, func(params) (sched.Policy, error) { return srtf.New(), nil }},
-	{tiresias.Name, func(p params) (sched.Policy, error) {
-		th, err := p.durations("thresholds")
-		if err != nil {
-			return nil, err
+var registry = []entry{
+	{fifo.Name, ArgsFIFO, func(p configv1.Policy, _ Options) (sched.Policy, error) {
+		var o fifo.Options
+		if p.FIFO != nil {
+			o.Backfill = p.FIFO.Backfill
 		}
-		sl, err := p.float("starvelimit", 0)
-		if err != nil {
-			return nil, err
-		}
-		return tiresias.New(tiresias.Options{Thresholds: th, StarveLimit: sl})
+		return fifo.New(o), nil
 	}},
-	{kueue.Name, func(params) (sched.Policy, error) { return kueue.New(), nil }},
-	{pickyman.Name, func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name, p) }},
-	{pickyman.Name + "-blind", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-blind", p) }},
-	{pickyman.Name + "-oracle", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-oracle", p) }},
-	{pickyman.Name + "-now", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-now", p) }},
-	{pickyman.Name + "-flat", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-flat", p) }},
-	{pickyman.Name + "-rigid", func(p params) (sched.Policy, error) { return pickyman.FromParams(pickyman.Name+"-rigid", p) }},
+	{sjf.Name, ArgsNone, func(configv1.Policy, Options) (sched.Policy, error) { return sjf.New(), nil }},
+	{srtf.Name, ArgsNone, func(configv1.Policy, Options) (sched.Policy, error) { return srtf.New(), nil }},
+	{tiresias.Name, ArgsTiresias, newTiresias},
+	{kueue.Name, ArgsNone, func(configv1.Policy, Options) (sched.Policy, error) { return kueue.New(), nil }},
+	{pickyman.Name, ArgsPickyMan, newPickyMan(func(*pickyman.Options) {})},
+	{pickyman.Name + "-blind", ArgsPickyMan, newPickyMan(func(o *pickyman.Options) { o.Variant = pickyman.Blind })},
+	{pickyman.Name + "-oracle", ArgsPickyMan, newPickyMan(func(o *pickyman.Options) { o.Variant = pickyman.Oracle })},
+	{pickyman.Name + "-now", ArgsPickyMan, newPickyMan(func(o *pickyman.Options) { o.Variant = pickyman.Now })},
+	{pickyman.Name + "-flat", ArgsPickyMan, newPickyMan(func(o *pickyman.Options) { o.FlatPriority = true })},
+	{pickyman.Name + "-rigid", ArgsPickyMan, newPickyMan(func(o *pickyman.Options) { o.Rigid = true })},
 }
 
-// New returns the named policy configured by opts.Params.
-func New(name string, opts Options) (sched.Policy, error) {
-	for _, r := range registry {
-		if r.name != name {
-			continue
-		}
-		p := params{}
-		for k, v := range opts.Params {
-			p[k] = v
-		}
-		pol, err := r.new(p)
-		if err != nil {
-			return nil, fmt.Errorf("policies: %s: %w", name, err)
-		}
-		if len(p) > 0 {
-			keys := make([]string, 0, len(p))
-			for k := range p {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			return nil, fmt.Errorf("policies: %s: unknown parameters %s", name, strings.Join(keys, ", "))
-		}
-		return pol, nil
+// New returns the policy p names, configured by its arguments and opts. The arguments are
+// checked by Validate first, so a program gets the errors a configuration file would.
+func New(p configv1.Policy, opts Options) (sched.Policy, error) {
+	if errs := Validate(p, field.NewPath("policy")); len(errs) > 0 {
+		return nil, fmt.Errorf("policies: %w", errs.ToAggregate())
 	}
-	return nil, fmt.Errorf("policies: unknown policy %q (known: %s)", name, strings.Join(Names(), ", "))
+	pol, err := lookup(p.Name).new(p, opts)
+	if err != nil {
+		return nil, fmt.Errorf("policies: %s: %w", p.Name, err)
+	}
+	return pol, nil
+}
+
+// ByName returns the named policy with its default arguments (the simulator's).
+func ByName(name string) (sched.Policy, error) {
+	return New(configv1.Policy{Name: name}, Options{})
+}
+
+// Validate checks a policy section: the name is registered, only the arguments of that
+// policy are set, and they are valid. It is the configv1.PolicyValidator of the operator's
+// configuration.
+func Validate(p configv1.Policy, path *field.Path) field.ErrorList {
+	e := lookup(p.Name)
+	if e == nil {
+		return field.ErrorList{field.NotSupported(path.Child("name"), p.Name, Names())}
+	}
+	var errs field.ErrorList
+	for args, set := range map[Args]bool{ArgsFIFO: p.FIFO != nil, ArgsTiresias: p.Tiresias != nil, ArgsPickyMan: p.PickyMan != nil} {
+		if set && args != e.args {
+			errs = append(errs, field.Forbidden(path.Child(string(args)), fmt.Sprintf("policy %s does not take %s arguments", p.Name, args)))
+		}
+	}
+	errs = append(errs, configv1.ValidateFIFOArgs(p.FIFO, path.Child(string(ArgsFIFO)))...)
+	errs = append(errs, configv1.ValidateTiresiasArgs(p.Tiresias, path.Child(string(ArgsTiresias)))...)
+	errs = append(errs, configv1.ValidatePickyManArgs(p.PickyMan, path.Child(string(ArgsPickyMan)))...)
+	return errs
+}
+
+// ArgsOf says which arguments the named policy takes (ArgsNone for an unknown name).
+func ArgsOf(name string) Args {
+	if e := lookup(name); e != nil {
+		return e.args
+	}
+	return ArgsNone
 }
 
 // Names lists the registered policies in a stable order.
@@ -97,57 +124,48 @@ func Names() []string {
 	return out
 }
 
-// params are policy parameters; each getter removes the parameter it reads.
-type params map[string]string
-
-func (p params) take(k string) (string, bool) {
-	v, ok := p[k]
-	delete(p, k)
-	return v, ok
-}
-
-func (p params) bool(k string, def bool) (bool, error) {
-	v, ok := p.take(k)
-	if !ok {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return def, fmt.Errorf("parameter %s=%q: want true or false", k, v)
-	}
-	return b, nil
-}
-
-func (p params) float(k string, def float64) (float64, error) {
-	v, ok := p.take(k)
-	if !ok {
-		return def, nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return def, fmt.Errorf("parameter %s=%q: want a number", k, v)
-	}
-	return f, nil
-}
-
-// durations parses a comma-separated list of Go durations ("1h,10h") or plain seconds.
-func (p params) durations(k string) ([]time.Duration, error) {
-	v, ok := p.take(k)
-	if !ok {
-		return nil, nil
-	}
-	var out []time.Duration
-	for _, f := range strings.Split(v, ",") {
-		f = strings.TrimSpace(f)
-		if s, err := strconv.ParseFloat(f, 64); err == nil {
-			out = append(out, time.Duration(s*float64(time.Second)))
-			continue
+func lookup(name string) *entry {
+	for i := range registry {
+		if registry[i].name == name {
+			return &registry[i]
 		}
-		d, err := time.ParseDuration(f)
-		if err != nil {
-			return nil, fmt.Errorf("parameter %s=%q: want durations (1h) or seconds, comma-separated", k, v)
-		}
-		out = append(out, d)
 	}
-	return out, nil
+	return nil
+}
+
+func newTiresias(p configv1.Policy, _ Options) (sched.Policy, error) {
+	var o tiresias.Options
+	if a := p.Tiresias; a != nil {
+		for _, th := range a.Thresholds {
+			o.Thresholds = append(o.Thresholds, th.Duration)
+		}
+		o.StarveLimit = a.StarveLimit
+	}
+	return tiresias.New(o)
+}
+
+// newPickyMan builds the constructor of pickyman or one of its ablations (variant sets
+// what sets the ablation apart). The policy names itself from its options: pickyman with
+// flatPriority set reports itself as pickyman-flat.
+func newPickyMan(variant func(*pickyman.Options)) func(configv1.Policy, Options) (sched.Policy, error) {
+	return func(p configv1.Policy, opts Options) (sched.Policy, error) {
+		o := pickyman.DefaultOptions()
+		variant(&o)
+		if pr := opts.Protection; pr != nil {
+			o.Protect = pr.MinRunAfterResume.Duration
+			if pr.MaxPreemptions > 0 {
+				o.Budget = pr.MaxPreemptions
+			}
+		}
+		if oh := opts.Overhead; oh != nil {
+			o.Overhead = overhead.Params{
+				Start:   oh.ContainerStart.Duration + oh.Warmup.Duration,
+				WriteBW: oh.WriteBytesPerSecond,
+				ReadBW:  oh.ReadBytesPerSecond,
+				Grace:   oh.GracePeriod.Duration,
+			}
+		}
+		o.ApplyArgs(p.PickyMan)
+		return pickyman.New(o), nil
+	}
 }

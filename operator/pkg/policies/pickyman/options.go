@@ -1,9 +1,9 @@
 package pickyman
 
 import (
-	"fmt"
-	"strconv"
 	"time"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 
 	"github.com/pickyman/pickyman/operator/pkg/overhead"
 	"github.com/pickyman/pickyman/operator/pkg/predictor"
@@ -131,100 +131,43 @@ func (o *Options) defaults() {
 	}
 }
 
-// FromParams builds the policy registered as name ("pickyman", "pickyman-<variant>",
-// "pickyman-flat": the full policy with FlatPriority, or "pickyman-rigid": with Rigid)
-// from name=value parameters; it deletes every parameter it reads, so the caller can
-// report the rest as unknown. Parameters: maxconsidered, maxscan, aging, unknown, protect, promote, queuewait, budget,
-// gpucost, gain, refresh, start, writebw, readbw, grace (numbers; durations as Go durations or
-// seconds), smoothing (median|ewma).
-func FromParams(name string, params map[string]string) (*Policy, error) {
-	o := DefaultOptions()
-	switch name {
-	case Name:
-	case Name + "-" + string(Blind):
-		o.Variant = Blind
-	case Name + "-" + string(Oracle):
-		o.Variant = Oracle
-	case Name + "-" + string(Now):
-		o.Variant = Now
-	case Name + "-flat":
-		o.FlatPriority = true
-	case Name + "-rigid":
-		o.Rigid = true
-	default:
-		return nil, fmt.Errorf("pickyman: unknown variant %q", name)
+// ApplyArgs sets the options a's fields set (its arguments in the operator's
+// configuration, checked by configv1.ValidatePickyManArgs); nil changes nothing.
+func (o *Options) ApplyArgs(a *configv1.PickyManArgs) {
+	if a == nil {
+		return
 	}
-	take := func(k string) (string, bool) {
-		v, ok := params[k]
-		delete(params, k)
-		return v, ok
+	if a.MaxConsidered != nil {
+		o.MaxConsidered = int(*a.MaxConsidered)
 	}
-	var err error
-	num := func(k string, set func(float64)) {
-		if v, ok := take(k); ok && err == nil {
-			f, e := strconv.ParseFloat(v, 64)
-			if e != nil {
-				err = fmt.Errorf("parameter %s=%q: want a number", k, v)
-				return
-			}
-			set(f)
-		}
+	if a.MaxScan != nil {
+		o.MaxScan = int(*a.MaxScan)
 	}
-	dur := func(k string, set func(time.Duration)) {
-		if v, ok := take(k); ok && err == nil {
-			if s, e := strconv.ParseFloat(v, 64); e == nil {
-				set(time.Duration(s * float64(time.Second)))
-				return
-			}
-			d, e := time.ParseDuration(v)
-			if e != nil {
-				err = fmt.Errorf("parameter %s=%q: want a duration (10m) or seconds", k, v)
-				return
-			}
-			set(d)
-		}
+	if a.Refresh != nil {
+		o.Refresh = a.Refresh.Duration
 	}
-	num("maxconsidered", func(f float64) { o.MaxConsidered = int(f) })
-	num("maxscan", func(f float64) { o.MaxScan = int(f) })
-	num("aging", func(f float64) { o.Aging = f })
-	dur("unknown", func(d time.Duration) { o.Unknown = d })
-	dur("refresh", func(d time.Duration) { o.Refresh = d })
-	dur("protect", func(d time.Duration) { o.Protect = d })
-	dur("promote", func(d time.Duration) { o.Promote = d })
-	num("budget", func(f float64) { o.Budget = int32(f) })
-	num("gpucost", func(f float64) { o.GPUCostWeight = f })
-	num("gain", func(f float64) { o.Gain = f })
-	// The overhead model's starting parameters (the operator passes its configuration's
-	// overhead section here): container start plus warm-up, checkpoint write and read
-	// bandwidth in bytes per second, and the termination grace period.
-	dur("start", func(d time.Duration) { o.Overhead.Start = d })
-	num("writebw", func(f float64) { o.Overhead.WriteBW = f })
-	num("readbw", func(f float64) { o.Overhead.ReadBW = f })
-	dur("grace", func(d time.Duration) { o.Overhead.Grace = d })
-	if v, ok := take("queuewait"); ok && err == nil {
-		b, e := strconv.ParseBool(v)
-		if e != nil {
-			err = fmt.Errorf("parameter queuewait=%q: want true or false", v)
-		}
-		o.QueueWait = b
+	if a.Aging != nil {
+		o.Aging = *a.Aging
 	}
-	if v, ok := take("flatpriority"); ok && err == nil {
-		b, e := strconv.ParseBool(v)
-		if e != nil {
-			err = fmt.Errorf("parameter flatpriority=%q: want true or false", v)
-		}
-		o.FlatPriority = b
+	if a.Unknown != nil {
+		o.Unknown = a.Unknown.Duration
 	}
-	if v, ok := take("smoothing"); ok && err == nil {
-		switch predictor.SmoothingKind(v) {
-		case predictor.SmoothMedian, predictor.SmoothEWMA:
-			o.Predictor.Smoothing = predictor.SmoothingKind(v)
-		default:
-			err = fmt.Errorf("parameter smoothing=%q: want median or ewma", v)
-		}
+	if a.Promote != nil {
+		o.Promote = a.Promote.Duration
 	}
-	if err != nil {
-		return nil, err
+	if a.GPUCostWeight != nil {
+		o.GPUCostWeight = *a.GPUCostWeight
 	}
-	return New(o), nil
+	if a.Gain != nil {
+		o.Gain = *a.Gain
+	}
+	if a.QueueWait != nil {
+		o.QueueWait = *a.QueueWait
+	}
+	if a.FlatPriority != nil {
+		o.FlatPriority = *a.FlatPriority
+	}
+	if a.Smoothing != "" {
+		o.Predictor.Smoothing = predictor.SmoothingKind(a.Smoothing)
+	}
 }

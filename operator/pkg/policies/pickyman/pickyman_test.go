@@ -221,32 +221,6 @@ func queueWaitJobs() []*sched.Job {
 	}
 }
 
-func TestFromParams(t *testing.T) {
-	params := map[string]string{"aging": "0.25", "protect": "5m", "promote": "0", "queuewait": "true", "budget": "2", "smoothing": "ewma", "other": "x"}
-	p, err := FromParams("pickyman-now", params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := p.Options()
-	if p.Name() != "pickyman-now" || o.Variant != Now || o.Aging != 0.25 || o.Protect != 5*time.Minute || o.Promote != 0 || !o.QueueWait || o.Budget != 2 || o.Predictor.Smoothing != "ewma" {
-		t.Errorf("options = %+v, name %q", o, p.Name())
-	}
-	if diff := cmp.Diff(map[string]string{"other": "x"}, params); diff != "" {
-		t.Errorf("unread parameters (-want +got):\n%s", diff)
-	}
-	for _, bad := range []map[string]string{{"aging": "x"}, {"protect": "soon"}, {"smoothing": "mean"}, {"queuewait": "maybe"}} {
-		if _, err := FromParams(Name, bad); err == nil {
-			t.Errorf("FromParams accepted %v", bad)
-		}
-	}
-	if flat, err := FromParams("pickyman-flat", map[string]string{}); err != nil || !flat.Options().FlatPriority || flat.Name() != "pickyman-flat" {
-		t.Errorf("pickyman-flat: %v, %v", flat, err)
-	}
-	if _, err := FromParams("pickyman-psychic", map[string]string{}); err == nil {
-		t.Error("FromParams accepted an unknown variant")
-	}
-}
-
 // TestUnchangedCycleSkipped checks that a cycle with no state-changing event since the
 // last full one, within Refresh, decides nothing new, and that an arrival or Refresh
 // passing makes the next cycle full again.
