@@ -26,7 +26,14 @@ type pkg struct {
 func rule(importer, imported string) string {
 	from, _, _ := strings.Cut(importer, "/")
 	to, _, _ := strings.Cut(imported, "/")
+	under := func(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 	switch {
+	case under(importer, "operator/internal/scheduler") && under(imported, "operator/internal/controller"):
+		return "the scheduler writes Allocations and imports none of the reconcilers"
+	case under(importer, "operator/internal/allocation") && (under(imported, "operator/internal/controller") || under(imported, "operator/internal/scheduler")):
+		return "the Allocation helpers import neither the reconcilers nor the scheduler"
+	case under(importer, "operator/pkg") && under(imported, "operator/internal") && !under(imported, "operator/internal/testing"):
+		return "the scheduling core (operator/pkg) imports nothing of the operator's internals but its test builders"
 	case from == "operator" && (to == "agent" || to == "testbed"):
 		return "the operator and the scheduling core import neither the agent nor the testbed"
 	case from == "agent" && to == "testbed":
@@ -54,6 +61,10 @@ func TestRuleTable(t *testing.T) {
 		{"traces", "api/v1alpha1", true},
 		{"testbed/agentsim", "agent/pkg/app", false},
 		{"testbed/sim", "operator/pkg/sched", false},
+		{"operator/internal/scheduler", "operator/internal/controller", true},
+		{"operator/internal/controller", "operator/internal/scheduler", false},
+		{"operator/internal/allocation", "operator/internal/scheduler", true},
+		{"operator/pkg/policies/pickyman", "operator/internal/allocation", true},
 	} {
 		if got := rule(tc.from, tc.to) != ""; got != tc.bad {
 			t.Errorf("%s -> %s: forbidden %v, want %v", tc.from, tc.to, got, tc.bad)

@@ -126,7 +126,7 @@ func Run(ctx context.Context, f Flags) error {
 		certsReady = make(chan struct{})
 		opts.CertsReady = certsReady
 	}
-	mgr, _, err := setup.New(restCfg, conf, opts)
+	mgr, err := setup.New(restCfg, conf, opts)
 	if err != nil {
 		return err
 	}

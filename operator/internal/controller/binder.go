@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
@@ -24,7 +26,9 @@ import (
 // and no node goes to the node that its Allocation's placement gives its pod set and index
 // (see NodeFor); pods of jobs that are not Admitted stay pending.
 type Binder struct {
-	*Operator
+	// Client reads from the manager's cache and binds pods.
+	Client   client.Client
+	Recorder events.EventRecorder
 
 	// recent remembers the pods this binder bound, for the kinds whose pods carry no index
 	// (jobframework.AnyIndex): the cache may not show a binding yet when the next pod of the
@@ -62,7 +66,7 @@ func (b *Binder) podsOfAllocation(ctx context.Context, obj client.Object) []reco
 	if a.Status.Phase != v1alpha1.AllocationAdmitted {
 		return nil
 	}
-	pods, err := b.podsOf(ctx, b.Client, a)
+	pods, err := allocation.PodsOf(ctx, b.Client, a)
 	if err != nil {
 		return nil
 	}
@@ -95,7 +99,7 @@ func (b *Binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if a.Status.Phase != v1alpha1.AllocationAdmitted {
 		return ctrl.Result{}, nil
 	}
-	job, err := b.jobOf(ctx, a)
+	job, err := allocation.JobOf(ctx, b.Client, a)
 	if err != nil || job == nil {
 		return ctrl.Result{}, err
 	}
@@ -114,8 +118,8 @@ func (b *Binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 			log.FromContext(ctx).V(1).Info("no free slot yet", "pod", req.NamespacedName, "podSet", set)
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
-	} else if node, ok = NodeFor(a.Status.Placement, set, idx); !ok {
-		b.event(pod, a, corev1.EventTypeWarning, "FailedScheduling", "Bind", "placement of %s has no node for %s %d", JobID(a), set, idx)
+	} else if node, ok = allocation.NodeFor(a.Status.Placement, set, idx); !ok {
+		allocation.RecordEvent(b.Recorder, pod, a, corev1.EventTypeWarning, "FailedScheduling", "Bind", "placement of %s has no node for %s %d", allocation.JobID(a), set, idx)
 		return ctrl.Result{}, nil
 	}
 	binding := &corev1.Binding{
@@ -127,7 +131,7 @@ func (b *Binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	}
 	b.remember(pod.UID, node)
 	log.FromContext(ctx).V(1).Info("bound", "pod", req.NamespacedName, "node", node)
-	b.event(pod, a, corev1.EventTypeNormal, "Scheduled", "Bind", "bound to %s (%s %d of %s)", node, set, idx, JobID(a))
+	allocation.RecordEvent(b.Recorder, pod, a, corev1.EventTypeNormal, "Scheduled", "Bind", "bound to %s (%s %d of %s)", node, set, idx, allocation.JobID(a))
 	return ctrl.Result{}, nil
 }
 
@@ -136,7 +140,7 @@ func (b *Binder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 // pod set already bound there (by the cache, or by this binder where the cache lags). Pods
 // that have ended hold no slot; pods being deleted still do. "" when every slot is taken.
 func (b *Binder) freeSlot(ctx context.Context, a *v1alpha1.Allocation, job jobframework.GenericJob, set string, pod *corev1.Pod) (string, int32, error) {
-	pods, err := b.podsOf(ctx, b.Client, a)
+	pods, err := allocation.PodsOf(ctx, b.Client, a)
 	if err != nil {
 		return "", 0, err
 	}

@@ -41,7 +41,7 @@ func TestFreeSlotForPodsWithoutIndex(t *testing.T) {
 	h := newHarness(t, "fifo",
 		pod("w1", "n1", corev1.PodRunning), pod("w2", "", corev1.PodPending), pod("w3", "", corev1.PodPending),
 		pod("old", "n2", corev1.PodSucceeded))
-	b := &Binder{Operator: h.op}
+	b := &Binder{Client: h.c}
 	ctx := context.Background()
 	next := func(name string) (string, int32) {
 		t.Helper()

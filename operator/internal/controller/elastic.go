@@ -1,11 +1,7 @@
 package controller
 
 import (
-	"slices"
-
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/operator/pkg/jobframework"
-	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 // Elastic jobs (docs/operator.md, "Elastic jobs"). An elastic job's Allocation holds its
@@ -14,32 +10,6 @@ import (
 // any preempted job, then goes back to Queued with the Resize placement reserved for itself,
 // and the scheduler admits it there at the new size: the Allocation's pod sets are changed
 // first, then the job's replicas with its unsuspension.
-
-// slotWorkers is the number of workers of a placement.
-func slotWorkers(slots []sched.Slot) int32 {
-	var n int32
-	for _, s := range slots {
-		n += s.Workers
-	}
-	return n
-}
-
-// resizedSets returns the Allocation's pod sets at a gang of workers pods: the elastic pod
-// set takes what the fixed ones leave. It returns the pod sets unchanged for a rigid job.
-func resizedSets(a *v1alpha1.Allocation, workers int32) []v1alpha1.PodSet {
-	out := slices.Clone(a.Spec.PodSets)
-	if a.Spec.Elastic == nil {
-		return out
-	}
-	fixed := jobframework.PodCount(out)
-	i := slices.IndexFunc(out, func(s v1alpha1.PodSet) bool { return s.Name == a.Spec.Elastic.PodSet })
-	if i < 0 {
-		return out
-	}
-	fixed -= out[i].Count
-	out[i].Count = max(0, workers-fixed)
-	return out
-}
 
 // keepElasticSize keeps the size of an elastic job that the operator has admitted in spec,
 // the Allocation spec read from the job: from its first admission on, the operator owns the

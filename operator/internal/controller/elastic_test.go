@@ -13,6 +13,7 @@ import (
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
@@ -85,8 +86,8 @@ func (h *harness) checkNode() {
 	}
 	var used int32
 	for i := range list.Items {
-		if HoldsGPUs(&list.Items[i]) {
-			used += GPUsByNode(list.Items[i].Status.Placement)["a"]
+		if allocation.HoldsGPUs(&list.Items[i]) {
+			used += allocation.GPUsByNode(list.Items[i].Status.Placement)["a"]
 		}
 	}
 	if used > 8 {
@@ -106,7 +107,7 @@ func TestResizeFlow(t *testing.T) {
 	ctx := context.Background()
 	el := utiltesting.MakePyTorchJob("el", "ns").NoMaster().Workers(4, 2).Elastic(2, 4).Obj()
 	h := newHarness(t, "fifo", gpuNode("a", 8), el)
-	h.sched = NewScheduler(h.op, resizePolicy{}, nil)
+	h.setPolicy(resizePolicy{}, nil)
 
 	h.reconcileJob("el")
 	a := h.alloc("el")
@@ -171,7 +172,7 @@ func TestResizeFlow(t *testing.T) {
 	h.wantPhase("q", v1alpha1.AllocationFinished)
 	h.cycle()
 	a = h.wantPhase("el", v1alpha1.AllocationPreempting)
-	if GPUsByNode(a.Status.Placement)["a"] != 8 || sumPods(a.Status.Checkpoint.Resize) != 4 || a.Status.Resizes != 2 {
+	if allocation.GPUsByNode(a.Status.Placement)["a"] != 8 || sumPods(a.Status.Checkpoint.Resize) != 4 || a.Status.Resizes != 2 {
 		t.Fatalf("growing: placement %v resize %v resizes %d; want 8 GPUs held, 4 pods, 2 resizes", a.Status.Placement, a.Status.Checkpoint.Resize, a.Status.Resizes)
 	}
 	h.checkNode()

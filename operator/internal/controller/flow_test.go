@@ -26,7 +26,9 @@ import (
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
 	"github.com/pickyman/pickyman/operator/internal/metrics"
+	"github.com/pickyman/pickyman/operator/internal/scheduler"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/operator/pkg/profile"
@@ -39,10 +41,12 @@ type harness struct {
 	t     *testing.T
 	c     client.Client
 	clock *clocktesting.FakeClock
-	op    *Operator
+	conf  *configv1.Configuration
+	m     *metrics.Metrics
+	inbox *scheduler.Inbox
 	jobs  *JobReconciler
 	hs    *HandshakeReconciler
-	sched *Scheduler
+	sched *scheduler.Scheduler
 }
 
 func newHarness(t *testing.T, policy string, objs ...client.Object) *harness {
@@ -57,16 +61,22 @@ func newHarness(t *testing.T, policy string, objs ...client.Object) *harness {
 	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}, {Name: "high", Priority: 100}}, Policy: configv1.Policy{Name: policy}}
 	conf.Default()
 	clk := clocktesting.NewFakeClock(utiltesting.Epoch)
-	op := &Operator{Client: c, Reader: c, Scheme: s, Clock: clk, Config: conf, Metrics: metrics.New()}
+	m := metrics.New()
 	pol, err := policies.ByName(policy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, c: c, clock: clk, op: op}
-	h.sched = NewScheduler(op, pol, nil)
-	h.jobs = &JobReconciler{Operator: op, Integration: pytorchjob.Integration}
-	h.hs = &HandshakeReconciler{Operator: op}
+	h := &harness{t: t, c: c, clock: clk, conf: conf, m: m, inbox: scheduler.NewInbox()}
+	h.setPolicy(pol, nil)
+	h.jobs = &JobReconciler{Client: c, Reader: c, Scheme: s, Clock: clk, Config: conf, Metrics: m, Inbox: h.inbox, Integration: pytorchjob.Integration}
+	h.hs = &HandshakeReconciler{Client: c, Reader: c, Clock: clk, Metrics: m, Inbox: h.inbox}
 	return h
+}
+
+// setPolicy gives the harness a scheduler running pol, told of events by obs (the policy
+// itself if nil and it observes).
+func (h *harness) setPolicy(pol sched.Policy, obs sched.Observer) {
+	h.sched = scheduler.New(scheduler.Scheduler{Client: h.c, Reader: h.c, Clock: h.clock, Config: h.conf, Metrics: h.m, Policy: pol, Observer: obs, Inbox: h.inbox})
 }
 
 func gpuNode(name string, gpus int64) *corev1.Node {
@@ -93,10 +103,36 @@ func (h *harness) handshake(job string) ctrl.Result {
 	return res
 }
 
+// cycle runs a scheduling cycle, then what the manager's watches would run after it: the
+// scheduler writes Allocations only, and each Allocation it changed is reconciled by the job
+// controller (which starts an admitted job) and the handshake controller (which puts a
+// preemption's checkpoint request on the pods).
 func (h *harness) cycle() {
 	h.t.Helper()
-	if err := h.sched.Cycle(context.Background()); err != nil {
+	ctx := context.Background()
+	var before v1alpha1.AllocationList
+	if err := h.c.List(ctx, &before); err != nil {
+		h.t.Fatal(err)
+	}
+	version := map[string]string{}
+	for _, a := range before.Items {
+		version[a.Name] = a.ResourceVersion
+	}
+	if err := h.sched.Cycle(ctx); err != nil {
 		h.t.Fatalf("cycle: %v", err)
+	}
+	var after v1alpha1.AllocationList
+	if err := h.c.List(ctx, &after); err != nil {
+		h.t.Fatal(err)
+	}
+	for _, a := range after.Items {
+		if version[a.Name] == a.ResourceVersion {
+			continue
+		}
+		h.reconcileJob(a.Spec.Job.Name)
+		if _, err := h.hs.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}}); err != nil {
+			h.t.Fatalf("handshake %s: %v", a.Name, err)
+		}
 	}
 }
 
@@ -158,7 +194,7 @@ func TestStartAndPreemptFlow(t *testing.T) {
 	// Start: Admitted with a placement on both nodes, job unsuspended with PickyMan templates.
 	h.cycle()
 	a := h.wantPhase("low", v1alpha1.AllocationAdmitted)
-	if got := GPUsByNode(a.Status.Placement); got["a"] != 8 || got["b"] != 8 {
+	if got := allocation.GPUsByNode(a.Status.Placement); got["a"] != 8 || got["b"] != 8 {
 		t.Fatalf("placement %v, want 8 GPUs on a and b", a.Status.Placement)
 	}
 	j := h.job("low")
@@ -267,7 +303,7 @@ func TestDeadlineSuspendsWithoutAcks(t *testing.T) {
 	h.wantPhase("low", v1alpha1.AllocationPreempting)
 	h.handshake("low")
 	h.wantPhase("low", v1alpha1.AllocationPreempting)
-	h.clock.Step(h.op.Config.Checkpoint.NowDeadline.Duration)
+	h.clock.Step(h.conf.Checkpoint.NowDeadline.Duration)
 	h.handshake("low")
 	a := h.wantPhase("low", v1alpha1.AllocationSuspended)
 	if r := condReason(a, v1alpha1.ConditionSuspended); r != "DeadlineExceeded" {
@@ -296,7 +332,7 @@ func TestFinishScoresPredictionAndRecordsProfile(t *testing.T) {
 	if err := store.Update(p); err != nil {
 		t.Fatal(err)
 	}
-	h.op.Profiles = store
+	h.jobs.Profiles = store
 	h.reconcileJob("train")
 	h.cycle()
 	for _, pod := range h.createPods("train") {
@@ -320,7 +356,7 @@ func TestFinishScoresPredictionAndRecordsProfile(t *testing.T) {
 	h.wantPhase("train", v1alpha1.AllocationFinished)
 
 	var m dto.Metric
-	if err := h.op.Metrics.PredictionError.Write(&m); err != nil {
+	if err := h.m.PredictionError.Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.GetHistogram().GetSampleCount(); got != 1 {
@@ -347,7 +383,7 @@ func TestObserverLearnsEpochs(t *testing.T) {
 	job := utiltesting.MakePyTorchJob("train", "ns").Master(4).Obj()
 	h := newHarness(t, "fifo", gpuNode("a", 8), job)
 	rec := &recorder{}
-	h.op.Observer = rec
+	h.setPolicy(h.sched.Policy, rec)
 	h.reconcileJob("train")
 	h.cycle()
 	pods := h.createPods("train")

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -16,6 +18,9 @@ import (
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
+	"github.com/pickyman/pickyman/operator/internal/metrics"
+	"github.com/pickyman/pickyman/operator/internal/scheduler"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -26,7 +31,16 @@ import (
 // keeps its placement until no pod of the job is left (read from the API server, not the
 // cache); then it goes back to Queued and its GPUs are free.
 type HandshakeReconciler struct {
-	*Operator
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Reader lists a suspended job's pods from the API server directly: its GPUs are free
+	// only once no pod of it is left.
+	Reader   client.Reader
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	Metrics  *metrics.Metrics
+	// Inbox takes the events the reconciler observes and its requests for a cycle.
+	Inbox *scheduler.Inbox
 }
 
 // SetupWithManager watches Allocations and the pods that carry an Allocation label.
@@ -63,7 +77,7 @@ func (r *HandshakeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 // RequestPods puts the Allocation's checkpoint request on every live pod of its job that
 // does not carry that request id yet. Repeating it is a no-op.
-func (o *Operator) RequestPods(ctx context.Context, a *v1alpha1.Allocation, pods []*corev1.Pod) error {
+func (r *HandshakeReconciler) RequestPods(ctx context.Context, a *v1alpha1.Allocation, pods []*corev1.Pod) error {
 	c := a.Status.Checkpoint
 	if c == nil {
 		return nil
@@ -77,7 +91,7 @@ func (o *Operator) RequestPods(ctx context.Context, a *v1alpha1.Allocation, pods
 		return err
 	}
 	for _, p := range pods {
-		if !live(p) {
+		if !allocation.Live(p) {
 			continue
 		}
 		var cur agentv1alpha1.CheckpointRequest
@@ -85,7 +99,7 @@ func (o *Operator) RequestPods(ctx context.Context, a *v1alpha1.Allocation, pods
 			continue
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: string(val)}}})
-		if err := o.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("pod %s: %w", p.Name, err)
 		}
 	}
@@ -107,13 +121,13 @@ func ackOf(p *corev1.Pod, id string) (agentv1alpha1.CheckpointAck, bool) {
 
 func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Allocation) (ctrl.Result, error) {
 	c := a.Status.Checkpoint
-	now := r.now()
+	now := now(r.Clock)
 	if c == nil {
 		// Not expected: a Preempting Allocation always has a request. Suspend now.
 		c = &v1alpha1.CheckpointRequest{ID: fmt.Sprintf("%s-%d", a.UID, a.Status.Preemptions), Mode: v1alpha1.SuspendNow, Deadline: now, Requested: now}
 		a.Status.Checkpoint = c
 	}
-	pods, err := r.podsOf(ctx, r.Client, a)
+	pods, err := allocation.PodsOf(ctx, r.Client, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -124,13 +138,13 @@ func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Alloca
 	resume := int32(-1)
 	path := ""
 	for _, p := range pods {
-		if !live(p) {
+		if !allocation.Live(p) {
 			continue
 		}
 		ack, ok := ackOf(p, c.ID)
 		if !ok {
 			waiting++
-			if prog := ReadProgress([]*corev1.Pod{p}); resume < 0 || prog.EpochsDone < resume {
+			if prog := allocation.ReadProgress([]*corev1.Pod{p}); resume < 0 || prog.EpochsDone < resume {
 				resume = prog.EpochsDone
 			}
 			continue
@@ -157,54 +171,54 @@ func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Alloca
 	if resume > a.Status.ResumeEpoch {
 		a.Status.ResumeEpoch, a.Status.ResumePath = resume, path
 	}
-	setPhase(a, v1alpha1.AllocationSuspended, outcome, msg, now)
+	allocation.SetPhase(a, v1alpha1.AllocationSuspended, outcome, msg, now)
 	if err := r.Client.Status().Update(ctx, a); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.Metrics.HandshakeDuration.WithLabelValues(outcome).Observe(now.Sub(c.Requested.Time).Seconds())
-	job, err := r.jobOf(ctx, a)
+	job, err := allocation.JobOf(ctx, r.Client, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if job != nil {
-		r.event(job.Object(), a, corev1.EventTypeNormal, "Suspending", "Preempt", "%s; resumes from epoch %d", msg, a.Status.ResumeEpoch)
+		allocation.RecordEvent(r.Recorder, job.Object(), a, corev1.EventTypeNormal, "Suspending", "Preempt", "%s; resumes from epoch %d", msg, a.Status.ResumeEpoch)
 		// 2. Suspend the job; the training-operator deletes its pods.
-		if err := r.ensureSuspended(ctx, job); err != nil {
+		if err := suspendJob(ctx, r.Client, job); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	log.FromContext(ctx).Info("checkpoint handshake done", "allocation", JobID(a), "outcome", outcome, "resumeEpoch", a.Status.ResumeEpoch)
+	log.FromContext(ctx).Info("checkpoint handshake done", "allocation", allocation.JobID(a), "outcome", outcome, "resumeEpoch", a.Status.ResumeEpoch)
 	return ctrl.Result{}, nil
 }
 
 func (r *HandshakeReconciler) suspended(ctx context.Context, a *v1alpha1.Allocation) (ctrl.Result, error) {
-	job, err := r.jobOf(ctx, a)
+	job, err := allocation.JobOf(ctx, r.Client, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if job != nil {
-		if err := r.ensureSuspended(ctx, job); err != nil {
+		if err := suspendJob(ctx, r.Client, job); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	// GPUs are free only when no pod of the job is left; the cache may not have seen a
 	// recent pod yet, so ask the API server.
-	pods, err := r.podsOf(ctx, r.Reader, a)
+	pods, err := allocation.PodsOf(ctx, r.Reader, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(pods) > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	now := r.now()
+	now := now(r.Clock)
 	var decided time.Time
 	if c := a.Status.Checkpoint; c != nil {
 		decided = c.Requested.Time
 	}
 	if a.Status.LastAdmitted != nil {
-		a.Status.AttainedGPUSeconds += int64(now.Sub(a.Status.LastAdmitted.Time).Seconds()) * int64(allocGPUs(a))
+		a.Status.AttainedGPUSeconds += int64(now.Sub(a.Status.LastAdmitted.Time).Seconds()) * int64(allocation.GPUs(a))
 	}
-	j := SchedJob(a, PodProgress{}, now.Time)
+	j := allocation.SchedJob(a, allocation.PodProgress{}, now.Time)
 	var resize []v1alpha1.NodeAssignment
 	if c := a.Status.Checkpoint; c != nil {
 		resize = c.Resize
@@ -217,22 +231,22 @@ func (r *HandshakeReconciler) suspended(ctx context.Context, a *v1alpha1.Allocat
 		// A resize: the new placement is reserved for the job itself, and the next cycle
 		// admits it there.
 		a.Status.Reserved, a.Status.ReservedAt = resize, &now
-		reason, msg = "Resized", fmt.Sprintf("checkpointed; restarts on %s from epoch %d", placementString(resize), a.Status.ResumeEpoch)
+		reason, msg = "Resized", fmt.Sprintf("checkpointed; restarts on %s from epoch %d", allocation.PlacementString(resize), a.Status.ResumeEpoch)
 	}
-	setPhase(a, v1alpha1.AllocationQueued, reason, msg, now)
+	allocation.SetPhase(a, v1alpha1.AllocationQueued, reason, msg, now)
 	if err := r.Client.Status().Update(ctx, a); err != nil {
 		return ctrl.Result{}, err
 	}
 	if job != nil {
 		if len(resize) > 0 {
-			r.event(job.Object(), a, corev1.EventTypeNormal, "Suspended", "Resize", "pods gone; restarts on %s from epoch %d", placementString(resize), a.Status.ResumeEpoch)
+			allocation.RecordEvent(r.Recorder, job.Object(), a, corev1.EventTypeNormal, "Suspended", "Resize", "pods gone; restarts on %s from epoch %d", allocation.PlacementString(resize), a.Status.ResumeEpoch)
 		} else {
-			r.event(job.Object(), a, corev1.EventTypeNormal, "Suspended", "Preempt", "pods gone, GPUs free; queued to resume from epoch %d", a.Status.ResumeEpoch)
+			allocation.RecordEvent(r.Recorder, job.Object(), a, corev1.EventTypeNormal, "Suspended", "Preempt", "pods gone, GPUs free; queued to resume from epoch %d", a.Status.ResumeEpoch)
 		}
 	}
 	if j != nil && !decided.IsZero() {
-		r.observe(sched.Event{Kind: sched.EventSuspended, Time: now.Time, Job: j, Duration: now.Sub(decided)})
+		r.Inbox.Observe(sched.Event{Kind: sched.EventSuspended, Time: now.Time, Job: j, Duration: now.Sub(decided)})
 	}
-	r.Trigger()
+	r.Inbox.Trigger()
 	return ctrl.Result{}, nil
 }

@@ -11,7 +11,10 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,8 +25,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
+	"github.com/pickyman/pickyman/operator/internal/metrics"
+	"github.com/pickyman/pickyman/operator/internal/scheduler"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
+	"github.com/pickyman/pickyman/operator/pkg/profile"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -33,7 +42,24 @@ import (
 // placement's binder and its resume point, and marks the Allocation Finished when the job
 // ends.
 type JobReconciler struct {
-	*Operator
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Reader reads Allocations from the API server directly, before a job is suspended, so
+	// that a stale cache never undoes an admission.
+	Reader   client.Reader
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	// Config gives the queues, the GPU resource and the GPU product label.
+	Config  *configv1.Configuration
+	Metrics *metrics.Metrics
+	// Profiles is the model-profile database; nil disables profile updates.
+	Profiles profile.Store
+	// SocketDir is the host directory of the agent's socket (agentv1alpha1.DefaultSocketDir if
+	// empty).
+	SocketDir string
+	// Inbox takes the events the reconciler observes and its requests for a cycle.
+	Inbox       *scheduler.Inbox
 	Integration jobframework.Integration
 	// Workers is how many jobs are reconciled at once (each job by one worker at a time);
 	// at least 1.
@@ -70,8 +96,8 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	name := jobframework.AllocationName(r.Integration.GVK.Kind, obj.GetName())
 	spec, err := r.allocationSpec(ctx, job)
 	if err != nil {
-		r.event(obj, nil, corev1.EventTypeWarning, "InvalidJob", "Admit", "not admitted: %v", err)
-		return ctrl.Result{}, r.ensureSuspended(ctx, job)
+		allocation.RecordEvent(r.Recorder, obj, nil, corev1.EventTypeWarning, "InvalidJob", "Admit", "not admitted: %v", err)
+		return ctrl.Result{}, suspendJob(ctx, r.Client, job)
 	}
 
 	a := &v1alpha1.Allocation{}
@@ -93,7 +119,7 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if finished, ok := job.Finished(); finished {
-		pods, err := r.podsOf(ctx, r.Client, a)
+		pods, err := allocation.PodsOf(ctx, r.Client, a)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -113,7 +139,7 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		if err := r.Client.Update(ctx, a); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Trigger()
+		r.Inbox.Trigger()
 	}
 	return ctrl.Result{}, r.SyncJob(ctx, job, a)
 }
@@ -190,38 +216,30 @@ func (r *JobReconciler) create(ctx context.Context, job jobframework.GenericJob,
 		return client.IgnoreAlreadyExists(err)
 	}
 	log.FromContext(ctx).V(1).Info("allocation created", "allocation", name)
-	if err := r.ensureSuspended(ctx, job); err != nil {
+	if err := suspendJob(ctx, r.Client, job); err != nil {
 		return err
 	}
 	return r.setQueued(ctx, job, a)
 }
 
 func (r *JobReconciler) setQueued(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation) error {
-	setPhase(a, v1alpha1.AllocationQueued, "Submitted", "waiting for GPUs", r.now())
+	allocation.SetPhase(a, v1alpha1.AllocationQueued, "Submitted", "waiting for GPUs", now(r.Clock))
 	if err := r.Client.Status().Update(ctx, a); err != nil {
 		return err
 	}
-	r.event(job.Object(), a, corev1.EventTypeNormal, "Queued", "Queue", "queued in %s for %d GPUs", a.Spec.Queue, allocGPUs(a))
-	if j := SchedJob(a, PodProgress{}, r.Clock.Now()); j != nil {
-		r.observe(sched.Event{Kind: sched.EventSubmitted, Time: r.Clock.Now(), Job: j})
+	allocation.RecordEvent(r.Recorder, job.Object(), a, corev1.EventTypeNormal, "Queued", "Queue", "queued in %s for %d GPUs", a.Spec.Queue, allocation.GPUs(a))
+	if j := allocation.SchedJob(a, allocation.PodProgress{}, r.Clock.Now()); j != nil {
+		r.Inbox.Observe(sched.Event{Kind: sched.EventSubmitted, Time: r.Clock.Now(), Job: j})
 	}
-	r.Trigger()
+	r.Inbox.Trigger()
 	return nil
-}
-
-func allocGPUs(a *v1alpha1.Allocation) int32 {
-	var n int32
-	for _, s := range a.Spec.PodSets {
-		n += s.Count * s.GPUsPerPod
-	}
-	return n
 }
 
 // SyncJob drives a job to what its Allocation says: an Admitted job runs with PickyMan's
 // templates and its resume point; a Queued or Suspended job is suspended. A Preempting job
 // is left to the handshake. A job is suspended only after the Allocation was read again from
 // the API server, so that a stale cache never undoes an admission.
-func (o *Operator) SyncJob(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation) error {
+func (r *JobReconciler) SyncJob(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation) error {
 	switch a.Status.Phase {
 	case v1alpha1.AllocationAdmitted:
 		if !job.IsSuspended() {
@@ -229,7 +247,7 @@ func (o *Operator) SyncJob(ctx context.Context, job jobframework.GenericJob, a *
 		}
 		// Unsuspending is a change of its own, so the job is written whether or not the
 		// templates needed one.
-		jobframework.MutateTemplates(job, a.Name, o.socketDir(), jobframework.ResumePoint(a))
+		jobframework.MutateTemplates(job, a.Name, r.socketDir(), jobframework.ResumePoint(a))
 		if el, ok := job.(jobframework.Elastic); ok && a.Spec.Elastic != nil {
 			// An elastic job runs at the size its Allocation was admitted at.
 			for _, s := range a.Spec.PodSets {
@@ -239,44 +257,33 @@ func (o *Operator) SyncJob(ctx context.Context, job jobframework.GenericJob, a *
 			}
 		}
 		job.Suspend(false)
-		if err := o.Client.Update(ctx, job.Object()); err != nil {
+		if err := r.Client.Update(ctx, job.Object()); err != nil {
 			return err
 		}
-		o.event(job.Object(), a, corev1.EventTypeNormal, "Started", "Admit", "admitted on %s from epoch %d", placementString(a.Status.Placement), a.Status.ResumeEpoch)
+		allocation.RecordEvent(r.Recorder, job.Object(), a, corev1.EventTypeNormal, "Started", "Admit", "admitted on %s from epoch %d", allocation.PlacementString(a.Status.Placement), a.Status.ResumeEpoch)
 		return nil
 	case v1alpha1.AllocationQueued, v1alpha1.AllocationSuspended:
 		if job.IsSuspended() {
 			return nil
 		}
 		fresh := &v1alpha1.Allocation{}
-		if err := o.Reader.Get(ctx, client.ObjectKeyFromObject(a), fresh); err != nil {
+		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(a), fresh); err != nil {
 			return err
 		}
 		if fresh.Status.Phase != v1alpha1.AllocationQueued && fresh.Status.Phase != v1alpha1.AllocationSuspended {
 			return nil
 		}
-		return o.ensureSuspended(ctx, job)
+		return suspendJob(ctx, r.Client, job)
 	}
 	return nil
 }
 
-func (o *Operator) ensureSuspended(ctx context.Context, job jobframework.GenericJob) error {
+func suspendJob(ctx context.Context, c client.Client, job jobframework.GenericJob) error {
 	if job.IsSuspended() {
 		return nil
 	}
 	job.Suspend(true)
-	return o.Client.Update(ctx, job.Object())
-}
-
-func placementString(p []v1alpha1.NodeAssignment) string {
-	s := ""
-	for i, a := range p {
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprintf("%s:%s x%d", a.Node, a.PodSet, a.Pods)
-	}
-	return s
+	return c.Update(ctx, job.Object())
 }
 
 // notEnded counts the pods that have not ended (Succeeded or Failed); a pod being deleted
@@ -294,30 +301,49 @@ func notEnded(pods []*corev1.Pod) int {
 // finish marks the Allocation Finished, frees its placement, and records the job's observed
 // epochs (read from pods, the job's pods) in its model profile.
 func (r *JobReconciler) finish(ctx context.Context, job jobframework.GenericJob, a *v1alpha1.Allocation, pods []*corev1.Pod, succeeded bool) error {
-	now := r.now()
-	prog := ReadProgress(pods)
+	now := now(r.Clock)
+	prog := allocation.ReadProgress(pods)
 	outcome := "Failed"
 	if succeeded {
 		outcome = "Succeeded"
 	}
 	if a.Status.Phase == v1alpha1.AllocationAdmitted && a.Status.LastAdmitted != nil {
-		a.Status.AttainedGPUSeconds += int64(now.Sub(a.Status.LastAdmitted.Time).Seconds()) * int64(allocGPUs(a))
+		a.Status.AttainedGPUSeconds += int64(now.Sub(a.Status.LastAdmitted.Time).Seconds()) * int64(allocation.GPUs(a))
 	}
-	j := SchedJob(a, prog, now.Time)
+	j := allocation.SchedJob(a, prog, now.Time)
 	a.Status.Placement, a.Status.Reserved, a.Status.ReservedAt, a.Status.Checkpoint = nil, nil, nil, nil
 	a.Status.Finished = &now
 	a.Status.EpochsDone = max(a.Status.EpochsDone, prog.EpochsDone)
-	setPhase(a, v1alpha1.AllocationFinished, outcome, "the job ended", now)
+	allocation.SetPhase(a, v1alpha1.AllocationFinished, outcome, "the job ended", now)
 	if err := r.Client.Status().Update(ctx, a); err != nil {
 		return err
 	}
 	r.Metrics.Finished.WithLabelValues(a.Spec.Queue, outcome).Inc()
-	r.event(job.Object(), a, corev1.EventTypeNormal, "Finished", "Finish", "%s after %d preemptions", outcome, a.Status.Preemptions)
+	allocation.RecordEvent(r.Recorder, job.Object(), a, corev1.EventTypeNormal, "Finished", "Finish", "%s after %d preemptions", outcome, a.Status.Preemptions)
 	if j != nil {
-		r.observe(sched.Event{Kind: sched.EventFinished, Time: now.Time, Job: j, Duration: now.Sub(a.CreationTimestamp.Time)})
+		r.Inbox.Observe(sched.Event{Kind: sched.EventFinished, Time: now.Time, Job: j, Duration: now.Sub(a.CreationTimestamp.Time)})
 	}
 	r.scorePrediction(a)
 	r.recordProfile(ctx, a, prog)
-	r.Trigger()
+	r.Inbox.Trigger()
 	return nil
 }
+
+func (r *JobReconciler) socketDir() string {
+	if r.SocketDir != "" {
+		return r.SocketDir
+	}
+	return agentv1alpha1.DefaultSocketDir
+}
+
+// queue returns the configured queue of that name.
+func (r *JobReconciler) queue(name string) (configv1.Queue, bool) {
+	for _, q := range r.Config.Queues {
+		if q.Name == name {
+			return q, true
+		}
+	}
+	return configv1.Queue{}, false
+}
+
+func now(c clock.PassiveClock) metav1.Time { return metav1.NewTime(c.Now()) }

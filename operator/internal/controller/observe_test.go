@@ -25,9 +25,9 @@ func (r *callLog) Observe(ev sched.Event) { r.calls = append(r.calls, "observe "
 func TestEventsReachThePolicyAtTheNextCycle(t *testing.T) {
 	h := newHarness(t, "fifo", gpuNode("n1", 8))
 	rec := &callLog{}
-	h.sched.Policy, h.op.Observer = rec, rec
-	h.op.observe(sched.Event{Kind: sched.EventSubmitted, Job: &sched.Job{ID: "ns/a"}})
-	h.op.observe(sched.Event{Kind: sched.EventSubmitted, Job: &sched.Job{ID: "ns/b"}})
+	h.setPolicy(rec, nil)
+	h.inbox.Observe(sched.Event{Kind: sched.EventSubmitted, Job: &sched.Job{ID: "ns/a"}})
+	h.inbox.Observe(sched.Event{Kind: sched.EventSubmitted, Job: &sched.Job{ID: "ns/b"}})
 	if len(rec.calls) != 0 {
 		t.Fatalf("the policy was told between cycles: %v", rec.calls)
 	}

@@ -14,7 +14,7 @@ import (
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/operator/internal/controller"
+	allocutil "github.com/pickyman/pickyman/operator/internal/allocation"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 )
 
@@ -32,7 +32,7 @@ func TestAdmissionPinsPodsToPlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := waitPhase(t, ns, "big", v1alpha1.AllocationAdmitted, 20*time.Second)
-	if got := len(controller.GPUsByNode(a.Status.Placement)); got != 3 {
+	if got := len(allocutil.GPUsByNode(a.Status.Placement)); got != 3 {
 		t.Fatalf("placement %v spans %d nodes, want 3", a.Status.Placement, got)
 	}
 	eventually(t, 20*time.Second, func() error {
@@ -50,7 +50,7 @@ func TestAdmissionPinsPodsToPlacement(t *testing.T) {
 			if _, err := fmt.Sscan(p.Labels[kftraining.ReplicaIndexLabel], &idx); err != nil {
 				return fmt.Errorf("pod %s: replica index %q: %w", p.Name, p.Labels[kftraining.ReplicaIndexLabel], err)
 			}
-			want, _ := controller.NodeFor(a.Status.Placement, set, idx)
+			want, _ := allocutil.NodeFor(a.Status.Placement, set, idx)
 			if p.Spec.NodeName != want {
 				return fmt.Errorf("pod %s on %q, want %q", p.Name, p.Spec.NodeName, want)
 			}

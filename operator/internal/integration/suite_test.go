@@ -185,7 +185,7 @@ func startOperator(t *testing.T, conf *configv1.Configuration) *operator {
 	t.Helper()
 	wo := &env.WebhookInstallOptions
 	conf.Manager.WebhookPort = wo.LocalServingPort
-	mgr, _, err := setup.New(env.Config, conf, setup.Options{
+	mgr, err := setup.New(env.Config, conf, setup.Options{
 		Webhooks: true, WebhookHost: wo.LocalServingHost, WebhookCertDir: wo.LocalServingCertDir, DisableMetricsServer: true, SkipNameValidation: true,
 	})
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
-	"github.com/pickyman/pickyman/operator/internal/controller"
+	allocutil "github.com/pickyman/pickyman/operator/internal/allocation"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
@@ -94,7 +94,7 @@ func trainPodsPinned(ns, job string, n int, want *agentv1alpha1.ResumePoint) err
 		if _, err := fmt.Sscan(p.Labels["batch.kubernetes.io/job-completion-index"], &idx); err != nil {
 			return fmt.Errorf("pod %s: completion index %q: %w", p.Name, p.Labels["batch.kubernetes.io/job-completion-index"], err)
 		}
-		node, _ := controller.NodeFor(a.Status.Placement, trainjob.TrainJobNodePodSet, idx)
+		node, _ := allocutil.NodeFor(a.Status.Placement, trainjob.TrainJobNodePodSet, idx)
 		switch {
 		case p.Spec.NodeName == "" || p.Spec.NodeName != node:
 			return fmt.Errorf("pod %s (index %d) on %q, want %q", p.Name, idx, p.Spec.NodeName, node)
@@ -155,7 +155,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 	if fmt.Sprint(a.Spec.PodSets) != fmt.Sprint(want) {
 		t.Errorf("pod sets %+v, want %+v", a.Spec.PodSets, want)
 	}
-	if got := len(controller.GPUsByNode(a.Status.Placement)); got != 2 {
+	if got := len(allocutil.GPUsByNode(a.Status.Placement)); got != 2 {
 		t.Errorf("placement %v spans %d nodes, want 2", a.Status.Placement, got)
 	}
 	eventually(t, 20*time.Second, func() error { return trainPodsPinned(ns, "low", 2, &agentv1alpha1.ResumePoint{}) })

@@ -31,6 +31,7 @@ import (
 	"github.com/pickyman/pickyman/operator/internal/controller"
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 	"github.com/pickyman/pickyman/operator/internal/profilestore"
+	"github.com/pickyman/pickyman/operator/internal/scheduler"
 	pmwebhook "github.com/pickyman/pickyman/operator/internal/webhook"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
@@ -72,10 +73,10 @@ type Options struct {
 }
 
 // New builds the operator's manager with every controller registered.
-func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl.Manager, *controller.Operator, error) {
+func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -88,12 +89,12 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	}
 	policy, err := policies.New(conf.Policy, policies.Options{Protection: &conf.Protection, Overhead: &conf.Overhead})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Only pods of PickyMan jobs (they carry the Allocation label) are cached.
 	hasAlloc, err := labels.NewRequirement(v1alpha1.LabelAllocation, selection.Exists, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	m := conf.Manager
 	mopts := ctrl.Options{
@@ -128,44 +129,65 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	}
 	mgr, err := ctrl.NewManager(restCfg, mopts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	op := &controller.Operator{
+	sch := scheduler.New(scheduler.Scheduler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
-		Scheme:   scheme,
 		Recorder: mgr.GetEventRecorder("pickyman-operator"),
 		Clock:    opts.Clock,
 		Config:   conf,
 		Metrics:  opts.Metrics,
-		Profiles: profilestore.New(mgr.GetClient(), opts.Clock),
-	}
-	sch := controller.NewScheduler(op, policy, mgr.GetCache())
+		Policy:   policy,
+		Cache:    mgr.GetCache(),
+	})
 	if err := mgr.Add(sch); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	enabled, err := EnabledIntegrations(mgr.GetRESTMapper())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	profiles := profilestore.New(mgr.GetClient(), opts.Clock)
 	for _, in := range enabled {
-		if err := (&controller.JobReconciler{Operator: op, Integration: in, Workers: JobWorkers}).SetupWithManager(mgr); err != nil {
-			return nil, nil, fmt.Errorf("job controller %s: %w", in.GVK.Kind, err)
+		r := &controller.JobReconciler{
+			Client:      mgr.GetClient(),
+			Reader:      mgr.GetAPIReader(),
+			Scheme:      scheme,
+			Recorder:    mgr.GetEventRecorder("pickyman-operator"),
+			Clock:       opts.Clock,
+			Config:      conf,
+			Metrics:     opts.Metrics,
+			Profiles:    profiles,
+			Inbox:       sch.Inbox,
+			Integration: in,
+			Workers:     JobWorkers,
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("job controller %s: %w", in.GVK.Kind, err)
 		}
 	}
-	if err := (&controller.HandshakeReconciler{Operator: op}).SetupWithManager(mgr); err != nil {
-		return nil, nil, err
+	hs := &controller.HandshakeReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("pickyman-operator"),
+		Clock:    opts.Clock,
+		Metrics:  opts.Metrics,
+		Inbox:    sch.Inbox,
 	}
-	if err := (&controller.Binder{Operator: op}).SetupWithManager(mgr); err != nil {
-		return nil, nil, err
+	if err := hs.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&controller.Binder{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("pickyman-operator")}).SetupWithManager(mgr); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := addWebhooks(mgr, conf, opts); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return mgr, op, nil
+	return mgr, nil
 }
 
 // addWebhooks registers the webhooks and the readiness check: ready once the webhook server

@@ -1,4 +1,4 @@
-package controller
+package allocation
 
 import (
 	"encoding/json"
@@ -11,20 +11,6 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
-
-// JobID is the scheduling-core ID of an Allocation: namespace/name.
-func JobID(a *v1alpha1.Allocation) string { return a.Namespace + "/" + a.Name }
-
-// HoldsGPUs reports whether an Allocation's placement counts against its nodes: while it is
-// Admitted, Preempting or Suspended (the Allocation keeps its placement until the job's pods
-// are gone; only then does it go back to Queued).
-func HoldsGPUs(a *v1alpha1.Allocation) bool {
-	switch a.Status.Phase {
-	case v1alpha1.AllocationAdmitted, v1alpha1.AllocationPreempting, v1alpha1.AllocationSuspended:
-		return true
-	}
-	return false
-}
 
 // PodProgress is what the agents reported for a job's pods.
 type PodProgress struct {
@@ -129,32 +115,4 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 		}
 	}
 	return j
-}
-
-// BuildSnapshot assembles the scheduling core's snapshot: nodes with GPUs, their used GPUs
-// from the placements of Allocations that hold GPUs, and every unfinished job. progress maps
-// a job ID to its pods' progress.
-func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocation, progress map[string]PodProgress, view jobframework.NodeView) *sched.Snapshot {
-	s := &sched.Snapshot{Now: now}
-	idx := map[string]int{}
-	for i := range nodes {
-		if n, ok := view.SchedNode(&nodes[i]); ok {
-			idx[n.Name] = len(s.Nodes)
-			s.Nodes = append(s.Nodes, n)
-		}
-	}
-	for i := range allocs {
-		a := &allocs[i]
-		if HoldsGPUs(a) {
-			for node, g := range GPUsByNode(a.Status.Placement) {
-				if k, ok := idx[node]; ok {
-					s.Nodes[k].Used += g
-				}
-			}
-		}
-		if j := SchedJob(a, progress[JobID(a)], now); j != nil {
-			s.Jobs = append(s.Jobs, j)
-		}
-	}
-	return s
 }

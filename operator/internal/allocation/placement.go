@@ -1,4 +1,4 @@
-package controller
+package allocation
 
 import (
 	"github.com/pickyman/pickyman/api/v1alpha1"

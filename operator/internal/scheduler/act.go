@@ -1,4 +1,4 @@
-package controller
+package scheduler
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
@@ -107,31 +108,31 @@ func (s *Scheduler) clearExpired(ctx context.Context, a *v1alpha1.Allocation) er
 	return s.Client.Status().Update(ctx, a)
 }
 
-// start admits a job: 1. the Allocation becomes Admitted with its placement (the promise of
-// the GPUs is recorded before anything runs), 2. the job is unsuspended with its resume
-// point; the binder then binds its pods.
+// start admits a job: the Allocation becomes Admitted with its placement (the promise of
+// the GPUs is recorded before anything runs). The job controller then unsuspends the job
+// with its resume point, and the binder binds its pods.
 func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement []sched.Slot) error {
-	now := s.now()
+	now := metav1.NewTime(s.Clock.Now())
 	resumed := a.Status.FirstAdmitted != nil
 	waitedSince := a.CreationTimestamp
 	if a.Status.LastStopped != nil {
 		waitedSince = *a.Status.LastStopped
 	}
-	if w := slotWorkers(placement); a.Spec.Elastic != nil && w != jobframework.PodCount(a.Spec.PodSets) {
+	if w := allocation.SlotWorkers(placement); a.Spec.Elastic != nil && w != jobframework.PodCount(a.Spec.PodSets) {
 		// An elastic job admitted at another size: its pod sets change first (the job's
 		// replicas follow in SyncJob), so that the placement maps onto them.
-		a.Spec.PodSets = resizedSets(a, w)
+		a.Spec.PodSets = allocation.ResizedSets(a, w)
 		status := a.Status
 		if err := s.Client.Update(ctx, a); err != nil {
 			return err
 		}
 		a.Status = status
 		msg := fmt.Sprintf("restarts on %d pods", w)
-		if job, err := s.jobOf(ctx, a); err == nil && job != nil {
-			s.event(job.Object(), a, corev1.EventTypeNormal, "Resized", "Admit", "%s", msg)
+		if job, err := allocation.JobOf(ctx, s.Client, a); err == nil && job != nil {
+			allocation.RecordEvent(s.Recorder, job.Object(), a, corev1.EventTypeNormal, "Resized", "Admit", "%s", msg)
 		}
 	}
-	a.Status.Placement = ToAssignments(a.Spec.PodSets, placement)
+	a.Status.Placement = allocation.ToAssignments(a.Spec.PodSets, placement)
 	a.Status.Reserved, a.Status.ReservedAt, a.Status.Checkpoint = nil, nil, nil
 	if a.Status.FirstAdmitted == nil {
 		a.Status.FirstAdmitted = &now
@@ -141,11 +142,10 @@ func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement
 	if resumed {
 		reason, msg = "Resumed", fmt.Sprintf("admitted again, resumes from epoch %d", a.Status.ResumeEpoch)
 	}
-	setPhase(a, v1alpha1.AllocationAdmitted, reason, msg, now)
+	allocation.SetPhase(a, v1alpha1.AllocationAdmitted, reason, msg, now)
 	if resumed {
-		setCondition(a, v1alpha1.ConditionResumed, metav1.ConditionTrue, reason, msg, now)
+		allocation.SetCondition(a, v1alpha1.ConditionResumed, metav1.ConditionTrue, reason, msg, now)
 	}
-	// 1. Allocation first.
 	if err := s.Client.Status().Update(ctx, a); err != nil {
 		return err
 	}
@@ -155,27 +155,22 @@ func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement
 	}
 	s.Metrics.WaitingTime.WithLabelValues(q).Observe(now.Sub(waitedSince.Time).Seconds())
 	s.Metrics.Admissions.WithLabelValues(q, fmt.Sprint(resumed)).Inc()
-	if j := SchedJob(a, PodProgress{}, now.Time); j != nil {
+	if j := allocation.SchedJob(a, allocation.PodProgress{}, now.Time); j != nil {
 		kind := sched.EventStarted
 		if resumed {
 			kind = sched.EventResumed
 		}
-		s.observe(sched.Event{Kind: kind, Time: now.Time, Job: j})
+		s.Inbox.Observe(sched.Event{Kind: kind, Time: now.Time, Job: j})
 	}
-	log.FromContext(ctx).Info("admitted", "allocation", JobID(a), "placement", placementString(a.Status.Placement), "resumed", resumed)
-	// 2. Then the job.
-	job, err := s.jobOf(ctx, a)
-	if err != nil || job == nil {
-		return err
-	}
-	return s.SyncJob(ctx, job, a)
+	log.FromContext(ctx).Info("admitted", "allocation", allocation.JobID(a), "placement", allocation.PlacementString(a.Status.Placement), "resumed", resumed)
+	return nil
 }
 
-// preempt starts a preemption: 1. the Allocation becomes Preempting with a checkpoint request
+// preempt starts a preemption: the Allocation becomes Preempting with a checkpoint request
 // (its id is derived from the Allocation, so repeating the decision never makes a second
-// request), 2. the request goes on the job's pods. The handshake controller does the rest.
+// request). The handshake controller puts the request on the job's pods and does the rest.
 func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched.Preemption) error {
-	now := s.now()
+	now := metav1.NewTime(s.Clock.Now())
 	mode := v1alpha1.SuspendBoundary
 	deadline := s.Config.Checkpoint.BoundaryDeadline.Duration
 	if p.Mode == sched.SuspendNow {
@@ -200,32 +195,22 @@ func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched
 	msg := fmt.Sprintf("checkpoint requested (%s, %s), for %q", mode, p.Reason, p.For)
 	if resize {
 		// The placement after the checkpoint; a grow promises its added GPUs now.
-		a.Status.Checkpoint.Resize = ToAssignments(resizedSets(a, slotWorkers(p.Resize)), p.Resize)
-		held := sched.Union(ToSlots(a.Status.Placement), p.Resize)
-		a.Status.Placement = ToAssignments(resizedSets(a, slotWorkers(held)), held)
+		a.Status.Checkpoint.Resize = allocation.ToAssignments(allocation.ResizedSets(a, allocation.SlotWorkers(p.Resize)), p.Resize)
+		held := sched.Union(allocation.ToSlots(a.Status.Placement), p.Resize)
+		a.Status.Placement = allocation.ToAssignments(allocation.ResizedSets(a, allocation.SlotWorkers(held)), held)
 		msg = fmt.Sprintf("checkpoint requested (%s, %s) to restart on %d pods (%s), for %q", mode, p.Reason,
-			slotWorkers(p.Resize), placementString(a.Status.Checkpoint.Resize), p.For)
+			allocation.SlotWorkers(p.Resize), allocation.PlacementString(a.Status.Checkpoint.Resize), p.For)
 	}
-	setPhase(a, v1alpha1.AllocationPreempting, nonEmpty(p.Reason, "Preempted"), msg, now)
-	// 1. Allocation first.
+	allocation.SetPhase(a, v1alpha1.AllocationPreempting, nonEmpty(p.Reason, "Preempted"), msg, now)
 	if err := s.Client.Status().Update(ctx, a); err != nil {
 		return err
 	}
 	s.Metrics.Preemptions.WithLabelValues(string(mode), nonEmpty(p.Reason, "Unspecified")).Inc()
-	log.FromContext(ctx).Info("preempting", "allocation", JobID(a), "mode", mode, "for", p.For, "reason", p.Reason)
-	job, err := s.jobOf(ctx, a)
-	if err != nil {
-		return err
+	log.FromContext(ctx).Info("preempting", "allocation", allocation.JobID(a), "mode", mode, "for", p.For, "reason", p.Reason)
+	if job, err := allocation.JobOf(ctx, s.Client, a); err == nil && job != nil {
+		allocation.RecordEvent(s.Recorder, job.Object(), a, corev1.EventTypeNormal, "Preempting", "Preempt", "%s", msg)
 	}
-	if job != nil {
-		s.event(job.Object(), a, corev1.EventTypeNormal, "Preempting", "Preempt", msg)
-	}
-	// 2. Then the pods.
-	pods, err := s.podsOf(ctx, s.Client, a)
-	if err != nil {
-		return err
-	}
-	return s.RequestPods(ctx, a, pods)
+	return nil
 }
 
 // checkpointID is the ID of an Allocation's next checkpoint request; it is derived from the
@@ -239,11 +224,11 @@ func checkpointID(a *v1alpha1.Allocation) string {
 
 // reserve records GPUs held for a queued job.
 func (s *Scheduler) reserve(ctx context.Context, a *v1alpha1.Allocation, placement []sched.Slot) error {
-	as := ToAssignments(a.Spec.PodSets, placement)
+	as := allocation.ToAssignments(a.Spec.PodSets, placement)
 	if reflect.DeepEqual(as, a.Status.Reserved) && a.Status.ReservedAt != nil {
 		return nil
 	}
-	now := s.now()
+	now := metav1.NewTime(s.Clock.Now())
 	a.Status.Reserved, a.Status.ReservedAt = as, &now
 	return s.Client.Status().Update(ctx, a)
 }

@@ -1,8 +1,16 @@
-package controller
+package scheduler
 
 import (
 	"context"
 	"time"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
+	"github.com/pickyman/pickyman/operator/internal/metrics"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -16,18 +24,32 @@ import (
 )
 
 // Scheduler runs the scheduling cycle. It is a leader-elected runnable: one cycle at a
-// time, on changes (coalesced) and at the configured interval.
+// time, on changes (coalesced, through its Inbox) and at the configured interval. It writes
+// Allocations only; the job and handshake controllers carry each Allocation's new state
+// into its job and pods.
 type Scheduler struct {
-	*Operator
-	Policy sched.Policy
+	// Client reads nodes and pods from the manager's cache and writes Allocations.
+	Client client.Client
+	// Reader reads Allocations from the API server directly: the scheduler's own last
+	// writes must be in its snapshot, or GPUs could be promised twice.
+	Reader   client.Reader
+	Recorder events.EventRecorder
+	Clock    clock.WithTicker
+	Config   *configv1.Configuration
+	Metrics  *metrics.Metrics
+	Policy   sched.Policy
+	// Observer, if set, is told what happens to jobs (a learning policy); New sets it to the
+	// policy when the policy is one.
+	Observer sched.Observer
+	// Inbox carries the controllers' events and cycle requests.
+	Inbox *Inbox
 	// Cache, if set, is watched for node changes that should trigger a cycle.
 	Cache cache.Cache
 
-	wake chan struct{}
 	// seen is the progress last reported to the observer, per job ID.
-	seen map[string]PodProgress
+	seen map[string]allocation.PodProgress
 	// progress is the pods' progress of the last snapshot, per job ID.
-	progress map[string]PodProgress
+	progress map[string]allocation.PodProgress
 }
 
 var (
@@ -35,22 +57,21 @@ var (
 	_ manager.LeaderElectionRunnable = (*Scheduler)(nil)
 )
 
-// NewScheduler returns a scheduler and makes op.Trigger wake it.
-func NewScheduler(op *Operator, policy sched.Policy, c cache.Cache) *Scheduler {
-	s := &Scheduler{Operator: op, Policy: policy, Cache: c, wake: make(chan struct{}, 1), seen: map[string]PodProgress{}}
-	op.trigger = s.wakeUp
-	if obs, ok := policy.(sched.Observer); ok && op.Observer == nil {
-		op.Observer = obs
+// New returns a scheduler with its inbox; a policy that learns from events observes them.
+func New(s Scheduler) *Scheduler {
+	sch := &s
+	if sch.Inbox == nil {
+		sch.Inbox = NewInbox()
 	}
-	return s
+	if obs, ok := sch.Policy.(sched.Observer); ok && sch.Observer == nil {
+		sch.Observer = obs
+	}
+	sch.Inbox.setObserved(sch.Observer != nil)
+	sch.seen = map[string]allocation.PodProgress{}
+	return sch
 }
 
-func (s *Scheduler) wakeUp() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Scheduler) wakeUp() { s.Inbox.Trigger() }
 
 // NeedLeaderElection reports that only the leader schedules.
 func (s *Scheduler) NeedLeaderElection() bool { return true }
@@ -79,7 +100,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-s.wake:
+		case <-s.Inbox.wake:
 		case <-tick.C():
 		}
 		if err := s.Cycle(ctx); err != nil && ctx.Err() == nil {
@@ -104,10 +125,10 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 
 	// 1. Snapshot, after taking the events the controllers observed so far (their writes are
 	// in it), which the policy learns before it decides.
-	events := s.takeObserved()
+	events := s.Inbox.take()
 	snap, allocs, err := s.snapshot(ctx)
 	if err != nil {
-		s.requeueObserved(events)
+		s.Inbox.requeue(events)
 		return err
 	}
 	s.updateGauges(snap, allocs)
@@ -158,13 +179,13 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 		}
 	}
 	now := s.Clock.Now()
-	progress := make(map[string]PodProgress, len(byAlloc))
+	progress := make(map[string]allocation.PodProgress, len(byAlloc))
 	allocs := make(map[string]*v1alpha1.Allocation, len(list.Items))
 	for i := range list.Items {
 		a := &list.Items[i]
-		allocs[JobID(a)] = a
-		if ps := byAlloc[JobID(a)]; len(ps) > 0 {
-			progress[JobID(a)] = ReadProgress(ps)
+		allocs[allocation.JobID(a)] = a
+		if ps := byAlloc[allocation.JobID(a)]; len(ps) > 0 {
+			progress[allocation.JobID(a)] = allocation.ReadProgress(ps)
 		}
 		if s.reservationExpired(a, now) {
 			a.Status.Reserved = nil
@@ -236,14 +257,4 @@ func (s *Scheduler) observeEpochs(snap *sched.Snapshot) {
 			delete(s.seen, id)
 		}
 	}
-}
-
-// requeueObserved puts events back in front of the queue, for the next cycle.
-func (s *Scheduler) requeueObserved(evs []sched.Event) {
-	if len(evs) == 0 {
-		return
-	}
-	s.observeMu.Lock()
-	defer s.observeMu.Unlock()
-	s.pending = append(evs, s.pending...)
 }

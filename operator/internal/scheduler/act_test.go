@@ -1,4 +1,4 @@
-package controller
+package scheduler
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
@@ -52,7 +53,22 @@ func TestActReservesBeforePreempting(t *testing.T) {
 		writes []string
 	)
 	base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
+	// The scheduler writes Allocations only: the job and handshake controllers carry them
+	// into jobs and pods.
+	notAllocation := func(verb string, obj client.Object) {
+		if _, ok := obj.(*v1alpha1.Allocation); !ok {
+			t.Errorf("the scheduler %s a %T", verb, obj)
+		}
+	}
 	c := interceptor.NewClient(base, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			notAllocation("updated", obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			notAllocation("patched", obj)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			a := obj.(*v1alpha1.Allocation)
 			what := string(a.Status.Phase)
@@ -67,15 +83,14 @@ func TestActReservesBeforePreempting(t *testing.T) {
 	})
 	conf := &configv1.Configuration{}
 	conf.Default()
-	op := &Operator{Client: c, Reader: c, Scheme: s, Clock: clocktesting.NewFakeClock(utiltesting.Epoch), Config: conf, Metrics: metrics.New()}
-	sc := NewScheduler(op, nil, nil)
+	sc := New(Scheduler{Client: c, Reader: c, Clock: clocktesting.NewFakeClock(utiltesting.Epoch), Config: conf, Metrics: metrics.New()})
 	allocs := map[string]*v1alpha1.Allocation{}
 	for _, o := range objs {
 		a := &v1alpha1.Allocation{}
 		if err := base.Get(context.Background(), client.ObjectKeyFromObject(o), a); err != nil {
 			t.Fatal(err)
 		}
-		allocs[JobID(a)] = a
+		allocs[allocation.JobID(a)] = a
 	}
 	d := sched.Decisions{
 		Preemptions:  []sched.Preemption{{JobID: "ns/v1", Mode: sched.SuspendBoundary, For: "ns/q"}, {JobID: "ns/v2", Mode: sched.SuspendBoundary, For: "ns/q"}},
