@@ -117,6 +117,10 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 		}, 20*time.Minute, 2*time.Second).Should(gomega.Succeed())
 		say("all %d admitted %v after the first submission: %.1f admissions/s", jobs, admittedAt.Round(time.Second), float64(jobs)/admittedAt.Seconds())
 		<-sampled
+		cycles := cycleHistogram(ctx)
+		say("admissions/s: %.1f", float64(jobs)/admittedAt.Seconds())
+		say("cycle p99 ms: %.0f", 1000*cycles.Quantile(0.99))
+		say("cycles: %d, mean %.0f ms, p50 %.0f ms", cycles.Count, 1000*cycles.Sum/float64(max(cycles.Count, 1)), 1000*cycles.Quantile(0.5))
 
 		ginkgo.By("every job's pod runs")
 		gomega.Eventually(func(g gomega.Gomega) {
@@ -140,6 +144,20 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 		ginkgo.AddReportEntry("scale", report.String())
 	}, ginkgo.SpecTimeout(60*time.Minute))
 })
+
+// cycleHistogram sums the scheduling-cycle histogram of every operator replica.
+func cycleHistogram(ctx context.Context) *util.Histogram {
+	urls, err := suite.opts.OperatorMetricsURLs(ctx)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	h := &util.Histogram{}
+	for _, u := range urls {
+		fams, err := scrape(u)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "scraping %s", u)
+		h.Add(fams["pickyman_scheduling_cycle_seconds"])
+	}
+	gomega.Expect(h.Count).To(gomega.BeNumerically(">", 0), "no scheduling cycle in the operators' metrics")
+	return h
+}
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {

@@ -111,6 +111,32 @@ func (o Options) OperatorMetricsURL() string {
 	return "http://" + strings.TrimSpace(readFile(o.componentFile(ComponentOperator, "metrics"))) + "/metrics"
 }
 
+// OperatorMetricsURLs are the Prometheus endpoints of every operator replica (the installed
+// Deployment runs two; only the leader schedules), or the local process's.
+func (o Options) OperatorMetricsURLs(ctx context.Context) ([]string, error) {
+	if !o.installed() {
+		return []string{o.OperatorMetricsURL()}, nil
+	}
+	c, err := NewClients(o.pickymanKubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	pods, err := RunningPods(ctx, c, ComponentOperator)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pods {
+		if p.Status.PodIP != "" {
+			out = append(out, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/metrics")
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no running operator pod with an IP")
+	}
+	return out, nil
+}
+
 func readFile(path string) string {
 	data, _ := os.ReadFile(path)
 	return string(data)
