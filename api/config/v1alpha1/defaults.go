@@ -38,6 +38,17 @@ func (c *Configuration) Default() {
 	if c.GPUProductLabel == "" {
 		c.GPUProductLabel = "nvidia.com/gpu.product"
 	}
+	// Kueue's defaults for the same knobs; client-go's own (5 and 10, or controller-runtime's
+	// 20 and 30) would pace admissions below what the API server serves.
+	if c.ClientConnection.QPS == 0 {
+		c.ClientConnection.QPS = 50
+	}
+	if c.ClientConnection.Burst == 0 {
+		c.ClientConnection.Burst = 100
+	}
+	if c.WriteConcurrency == 0 {
+		c.WriteConcurrency = 8
+	}
 	m := &c.Manager
 	if m.MetricsBindAddress == "" {
 		m.MetricsBindAddress = ":8080"

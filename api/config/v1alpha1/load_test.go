@@ -74,6 +74,16 @@ func TestParse(t *testing.T) {
 		"bad queue name":       {in: "queues: [{name: A_B}]\n", wantErr: `queues[0].name: Invalid value: "A_B"`},
 		"negative bandwidth":   {in: "overhead: {readBytesPerSecond: -1}\n", wantErr: "overhead.readBytesPerSecond: Invalid value: -1: must be positive"},
 		"negative preemptions": {in: "protection: {maxPreemptions: -2}\n", wantErr: "protection.maxPreemptions"},
+		"client connection defaults": {
+			in: "",
+			check: func(t *testing.T, c *Configuration) {
+				if c.ClientConnection.QPS != 50 || c.ClientConnection.Burst != 100 || c.WriteConcurrency != 8 {
+					t.Errorf("client connection %+v, write concurrency %d; want 50/100, 8", c.ClientConnection, c.WriteConcurrency)
+				}
+			},
+		},
+		"bad qps":               {in: "clientConnection: {qps: -1}\n", wantErr: "clientConnection.qps: Invalid value: -1: must be positive"},
+		"bad write concurrency": {in: "writeConcurrency: -3\n", wantErr: "writeConcurrency: Invalid value: -3"},
 		"wrong kind":           {in: "kind: Pod\n", wantErr: `kind "Pod"`},
 	}
 	for name, tc := range cases {

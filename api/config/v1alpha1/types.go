@@ -30,6 +30,20 @@ type Configuration struct {
 	GPUProductLabel string `json:"gpuProductLabel"`
 	// Manager holds the controller manager's settings.
 	Manager Manager `json:"manager"`
+	// ClientConnection paces the operator's requests to the API server.
+	ClientConnection ClientConnection `json:"clientConnection"`
+	// WriteConcurrency is the most Allocation writes one step of a scheduling cycle sends
+	// at once (reservations, preemptions, starts: each step's writes touch different
+	// Allocations).
+	WriteConcurrency int32 `json:"writeConcurrency"`
+}
+
+// ClientConnection paces the API client (client-go's token bucket).
+type ClientConnection struct {
+	// QPS is the sustained rate of requests per second.
+	QPS float32 `json:"qps"`
+	// Burst is how many requests may go at once above QPS.
+	Burst int32 `json:"burst"`
 }
 
 // Queue is a PickyMan queue.

@@ -53,6 +53,15 @@ func (c *Configuration) Validate(validatePolicy PolicyValidator) field.ErrorList
 	if c.Checkpoint.NowDeadline.Duration <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("checkpoint", "nowDeadline"), c.Checkpoint.NowDeadline.Duration.String(), "must be positive"))
 	}
+	if c.ClientConnection.QPS <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("clientConnection", "qps"), c.ClientConnection.QPS, "must be positive"))
+	}
+	if c.ClientConnection.Burst < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("clientConnection", "burst"), c.ClientConnection.Burst, "must be at least 1"))
+	}
+	if c.WriteConcurrency < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("writeConcurrency"), c.WriteConcurrency, "must be at least 1"))
+	}
 	if c.GPUResource == "" {
 		errs = append(errs, field.Required(field.NewPath("gpuResource"), "names the GPU extended resource"))
 	}

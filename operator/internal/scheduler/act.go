@@ -34,10 +34,10 @@ func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[st
 		}
 	}
 	// Each step's writes touch different Allocations and jobs, so they go out concurrently
-	// (actWorkers at a time): a cycle that starts hundreds of jobs is not paced by the API
+	// (the configuration's writeConcurrency at a time): a cycle that starts hundreds of jobs is not paced by the API
 	// server's latency. The steps stay in order.
 	parallel := func(n int, f func(i int)) {
-		sem := make(chan struct{}, actWorkers)
+		sem := make(chan struct{}, max(1, int(s.Config.WriteConcurrency)))
 		var wg sync.WaitGroup
 		for i := range n {
 			sem <- struct{}{}
@@ -85,8 +85,6 @@ func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[st
 	return errors.Join(errs...)
 }
 
-// actWorkers bounds the concurrent writes of one step of act.
-const actWorkers = 8
 
 // expireReservations clears reservations past their timeout when a cycle decided nothing.
 func (s *Scheduler) expireReservations(ctx context.Context, _ *sched.Snapshot, allocs map[string]*v1alpha1.Allocation) error {

@@ -78,6 +78,9 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if err != nil {
 		return nil, err
 	}
+	// The operator's requests are paced by its configuration, not client-go's defaults.
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.QPS, restCfg.Burst = conf.ClientConnection.QPS, int(conf.ClientConnection.Burst)
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
