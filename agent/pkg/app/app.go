@@ -56,7 +56,7 @@ func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Fake.Count, "fake-gpu-count", 8, "fake backend: number of GPUs")
 	fs.Uint64Var(&o.Fake.MemoryMiB, "fake-gpu-memory-mib", 81920, "fake backend: memory of one GPU in MiB")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9400", "address of the Prometheus metrics endpoint (\"0\" disables it)")
-	fs.DurationVar(&o.Resync, "resync", 2*time.Second, "period of full pod lists")
+	fs.DurationVar(&o.Resync, "resync", 2*time.Second, "period of the registry sync from the pod informer (no API request) and of the progress refresh")
 	fs.BoolVar(&o.LabelNode, "label-node", true, "publish the GPU feature-discovery labels on the node")
 	fs.IntVar(&o.PrepareSocketDir, "prepare-socket-dir", -1, "create the socket directory, give it to this uid, and exit")
 }
@@ -144,10 +144,21 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 	defer backend.Close()
 
-	co := &coord.Coordinator{Client: kube, Node: o.Node, Clock: clock.RealClock{}, Log: log.WithName("coord"), Resync: o.Resync,
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	co := &coord.Coordinator{Node: o.Node, Clock: clock.RealClock{}, Log: log.WithName("coord"), Resync: o.Resync,
 		Counter: func(pid int) (int64, error) { return traffic.ReadNetDev(o.ProcRoot, pid) }}
 	reg := api.NewRegistry(clock.RealClock{}, co)
 	co.Registry = reg
+	// The node's pods come from one informer (a watch); the registry is set before the
+	// informer's first events can trigger the coordinator.
+	podClient, err := NewNodeClient(ctx, cfg, o.Node, co.Trigger)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	co.Client = podClient
 	col := metrics.New(func() map[string]gpu.Backend { return map[string]gpu.Backend{o.Node: backend} }, reg)
 	co.OnAck = col.Acked
 

@@ -178,6 +178,16 @@ func (c *Coordinator) Annotate(p api.Pod, key, value string) {
 	}
 }
 
+// Trigger asks for a sync, a progress refresh and a flush now (a pod of the node changed:
+// the agent's informer calls it).
+func (c *Coordinator) Trigger() {
+	c.init()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
 // Flush writes the queued annotations, one merge patch per pod. Patches that fail stay
 // queued (unless the pod is gone) and are retried by the next Flush.
 func (c *Coordinator) Flush(ctx context.Context) error {
@@ -235,7 +245,8 @@ func (c *Coordinator) RefreshProgress() {
 }
 
 // Run syncs, flushes and samples until ctx ends. With a client that can watch, pod events
-// trigger a sync at once; otherwise changes are seen within Resync.
+// trigger a sync at once; with a cached client (NewNodeClient) the informer calls Trigger;
+// otherwise changes are seen within Resync.
 func (c *Coordinator) Run(ctx context.Context) error {
 	c.init()
 	resync := c.Resync

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -23,6 +24,12 @@ import (
 // Client starts kube-apiserver and etcd from KUBEBUILDER_ASSETS (make
 // test-agent-integration sets it to bin/) for one test.
 func Client(t *testing.T) client.WithWatch {
+	c, _ := Env(t)
+	return c
+}
+
+// Env is Client that also returns the API server's rest config.
+func Env(t *testing.T) (client.WithWatch, *rest.Config) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test-agent-integration`")
@@ -45,7 +52,7 @@ func Client(t *testing.T) client.WithWatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, cfg
 }
 
 func Create(t *testing.T, c client.Client, objs ...client.Object) {
