@@ -140,7 +140,7 @@ e2e: ## Run the e2e suites against the current kubeconfig (KUBECONFIG or ~/.kube
 
 .PHONY: scale-cluster
 scale-cluster: tools build images realnode-deps ## Measure the operator and testbed agent on 1,000 fake nodes with 5,000 jobs (PICKYMAN_SCALE_NODES/JOBS); figures in out/scale.txt.
-	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 70m -tags e2e,scale ./e2e -args -ginkgo.label-filter=scale $(E2E_FLAGS)
+	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 100m -tags e2e,scale ./e2e -args -ginkgo.label-filter=scale $(E2E_FLAGS)
 
 TEST_TARGETS += test-envtest test-cluster
 
