@@ -51,7 +51,7 @@ type Scheduler struct {
 	// progress is the pods' progress of the last snapshot, per job ID.
 	progress map[string]allocation.PodProgress
 	// assumed are the scheduler's own writes the cache may not show yet.
-	assumed *assumed
+	assumed assumed
 }
 
 var (
@@ -70,7 +70,6 @@ func New(s Scheduler) *Scheduler {
 	}
 	sch.Inbox.setObserved(sch.Observer != nil)
 	sch.seen = map[string]allocation.PodProgress{}
-	sch.assumed = &assumed{}
 	return sch
 }
 
