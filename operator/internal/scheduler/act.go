@@ -103,7 +103,7 @@ func (s *Scheduler) clearExpired(ctx context.Context, a *v1alpha1.Allocation) er
 		return nil
 	}
 	a.Status.ReservedAt = nil
-	return s.updateStatus(ctx, a)
+	return s.Client.Status().Update(ctx, a)
 }
 
 // start admits a job: the Allocation becomes Admitted with its placement (the promise of
@@ -124,7 +124,6 @@ func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement
 		if err := s.Client.Update(ctx, a); err != nil {
 			return err
 		}
-		s.assumed.assume(a)
 		a.Status = status
 		msg := fmt.Sprintf("restarts on %d pods", w)
 		if job, err := allocation.JobOf(ctx, s.Client, a); err == nil && job != nil {
@@ -145,7 +144,7 @@ func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement
 	if resumed {
 		allocation.SetCondition(a, v1alpha1.ConditionResumed, metav1.ConditionTrue, reason, msg, now)
 	}
-	if err := s.updateStatus(ctx, a); err != nil {
+	if err := s.Client.Status().Update(ctx, a); err != nil {
 		return err
 	}
 	q := a.Spec.Queue
@@ -201,7 +200,7 @@ func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched
 			allocation.SlotWorkers(p.Resize), allocation.PlacementString(a.Status.Checkpoint.Resize), p.For)
 	}
 	allocation.SetPhase(a, v1alpha1.AllocationPreempting, nonEmpty(p.Reason, "Preempted"), msg, now)
-	if err := s.updateStatus(ctx, a); err != nil {
+	if err := s.Client.Status().Update(ctx, a); err != nil {
 		return err
 	}
 	s.Metrics.Preemptions.WithLabelValues(string(mode), nonEmpty(p.Reason, "Unspecified")).Inc()
@@ -229,7 +228,7 @@ func (s *Scheduler) reserve(ctx context.Context, a *v1alpha1.Allocation, placeme
 	}
 	now := metav1.NewTime(s.Clock.Now())
 	a.Status.Reserved, a.Status.ReservedAt = as, &now
-	return s.updateStatus(ctx, a)
+	return s.Client.Status().Update(ctx, a)
 }
 
 func nonEmpty(s, def string) string {
@@ -237,14 +236,4 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// updateStatus writes an Allocation's status (guarded by its resourceVersion) and assumes
-// the write until the cache shows it.
-func (s *Scheduler) updateStatus(ctx context.Context, a *v1alpha1.Allocation) error {
-	if err := s.Client.Status().Update(ctx, a); err != nil {
-		return err
-	}
-	s.assumed.assume(a)
-	return nil
 }

@@ -30,8 +30,8 @@ import (
 type Scheduler struct {
 	// Client reads nodes and pods from the manager's cache and writes Allocations.
 	Client client.Client
-	// Reader reads from the API server directly, for an Allocation whose resourceVersions
-	// cannot be ordered (see assumed).
+	// Reader reads Allocations from the API server directly: the scheduler's own last
+	// writes must be in its snapshot, or GPUs could be promised twice.
 	Reader   client.Reader
 	Recorder events.EventRecorder
 	Clock    clock.WithTicker
@@ -50,8 +50,6 @@ type Scheduler struct {
 	seen map[string]allocation.PodProgress
 	// progress is the pods' progress of the last snapshot, per job ID.
 	progress map[string]allocation.PodProgress
-	// assumed are the scheduler's own writes the cache may not show yet.
-	assumed assumed
 }
 
 var (
@@ -113,13 +111,14 @@ func (s *Scheduler) Start(ctx context.Context) error {
 
 // Cycle runs one scheduling cycle (docs/operator.md):
 //
-//  1. snapshot: nodes, Allocations and pod progress from the informer cache, with the
-//     scheduler's own writes that the cache does not show yet in place of the cached
-//     objects (see assumed: without them GPUs could be promised twice);
+//  1. snapshot: nodes from the cache, Allocations straight from the API server (the
+//     scheduler's own last writes must be in it, or GPUs could be promised twice), pod
+//     progress from the cache;
 //  2. decide: the configured policy's Schedule;
 //  3. validate: sched.Validate; decisions that fail are dropped whole;
-//  4. act: reservations, then preemptions, then starts, each writing the Allocation (with
-//     its resourceVersion, so a decision on a stale object fails) and assuming the write.
+//  4. act: reservations, then preemptions, then starts, each writing the Allocation
+//     first (with its resourceVersion, so a decision on a stale object fails) and then the
+//     job or its pods.
 func (s *Scheduler) Cycle(ctx context.Context) error {
 	start := time.Now()
 	defer func() { s.Metrics.CycleDuration.Observe(time.Since(start).Seconds()) }()
@@ -164,10 +163,7 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 		return nil, nil, err
 	}
 	var list v1alpha1.AllocationList
-	if err := s.Client.List(ctx, &list); err != nil {
-		return nil, nil, err
-	}
-	if err := s.assumed.overlay(ctx, s.Reader, list.Items); err != nil {
+	if err := s.Reader.List(ctx, &list); err != nil {
 		return nil, nil, err
 	}
 	var pods corev1.PodList
