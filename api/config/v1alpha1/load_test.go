@@ -68,12 +68,12 @@ func TestParse(t *testing.T) {
 		"bad policy argument":     {in: "policy: {name: pickyman, pickyman: {gain: 0}}\n", wantErr: "policy.pickyman.gain: Invalid value: 0: must be positive"},
 		"bad smoothing":           {in: "policy: {name: pickyman, pickyman: {smoothing: mean}}\n", wantErr: `policy.pickyman.smoothing: Unsupported value: "mean"`},
 		"unparsable duration":     {in: "policy: {name: pickyman, pickyman: {refresh: soon}}\n", wantErr: `invalid duration "soon"`},
-		"unknown field":        {in: "polcy: {name: fifo}\n", wantErr: `unknown field "polcy"`},
-		"unknown policy":       {in: "policy: {name: lottery}\n", wantErr: `policy.name: Unsupported value: "lottery"`},
-		"duplicate queue":      {in: "queues: [{name: a}, {name: a}]\n", wantErr: `queues[1].name: Duplicate value: "a"`},
-		"bad queue name":       {in: "queues: [{name: A_B}]\n", wantErr: `queues[0].name: Invalid value: "A_B"`},
-		"negative bandwidth":   {in: "overhead: {readBytesPerSecond: -1}\n", wantErr: "overhead.readBytesPerSecond: Invalid value: -1: must be positive"},
-		"negative preemptions": {in: "protection: {maxPreemptions: -2}\n", wantErr: "protection.maxPreemptions"},
+		"unknown field":           {in: "polcy: {name: fifo}\n", wantErr: `unknown field "polcy"`},
+		"unknown policy":          {in: "policy: {name: lottery}\n", wantErr: `policy.name: Unsupported value: "lottery"`},
+		"duplicate queue":         {in: "queues: [{name: a}, {name: a}]\n", wantErr: `queues[1].name: Duplicate value: "a"`},
+		"bad queue name":          {in: "queues: [{name: A_B}]\n", wantErr: `queues[0].name: Invalid value: "A_B"`},
+		"negative bandwidth":      {in: "overhead: {readBytesPerSecond: -1}\n", wantErr: "overhead.readBytesPerSecond: Invalid value: -1: must be positive"},
+		"negative preemptions":    {in: "protection: {maxPreemptions: -2}\n", wantErr: "protection.maxPreemptions"},
 		"client connection defaults": {
 			in: "",
 			check: func(t *testing.T, c *Configuration) {
@@ -84,7 +84,7 @@ func TestParse(t *testing.T) {
 		},
 		"bad qps":               {in: "clientConnection: {qps: -1}\n", wantErr: "clientConnection.qps: Invalid value: -1: must be positive"},
 		"bad write concurrency": {in: "writeConcurrency: -3\n", wantErr: "writeConcurrency: Invalid value: -3"},
-		"wrong kind":           {in: "kind: Pod\n", wantErr: `kind "Pod"`},
+		"wrong kind":            {in: "kind: Pod\n", wantErr: `kind "Pod"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -54,7 +54,6 @@ type Queue struct {
 	Priority int32 `json:"priority,omitempty"`
 }
 
-
 // Overhead holds the default parameters of the overhead model.
 type Overhead struct {
 	WriteBytesPerSecond float64         `json:"writeBytesPerSecond"`

@@ -85,7 +85,6 @@ func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[st
 	return errors.Join(errs...)
 }
 
-
 // expireReservations clears reservations past their timeout when a cycle decided nothing.
 func (s *Scheduler) expireReservations(ctx context.Context, _ *sched.Snapshot, allocs map[string]*v1alpha1.Allocation) error {
 	var errs []error

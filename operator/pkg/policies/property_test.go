@@ -7,8 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/google/go-cmp/cmp"
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
