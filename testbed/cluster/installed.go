@@ -447,19 +447,38 @@ func (o Options) stopInstalledComponent(component string, kill bool) error {
 }
 
 // installedAgentMetricsURL is the metrics endpoint of the agent pod (its pod IP is reachable
-// from the host through the real node's bridge).
+// from the host through the real node's bridge); "" when there is none.
 func (o Options) installedAgentMetricsURL() string {
-	c, err := NewClients(o.pickymanKubeconfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	urls, err := o.installedMetricsURLs(ctx, ComponentAgent, "9400")
 	if err != nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pods, err := RunningPods(ctx, c, ComponentAgent)
-	if err != nil || len(pods) == 0 || pods[0].Status.PodIP == "" {
-		return ""
+	return urls[0]
+}
+
+// installedMetricsURLs are the metrics endpoints, at port, of the running pods of an
+// installed component that have an IP.
+func (o Options) installedMetricsURLs(ctx context.Context, component, port string) ([]string, error) {
+	c, err := NewClients(o.pickymanKubeconfig())
+	if err != nil {
+		return nil, err
 	}
-	return "http://" + net.JoinHostPort(pods[0].Status.PodIP, "9400") + "/metrics"
+	pods, err := RunningPods(ctx, c, component)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pods {
+		if p.Status.PodIP != "" {
+			out = append(out, "http://"+net.JoinHostPort(p.Status.PodIP, port)+"/metrics")
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no running %s pod with an IP", component)
+	}
+	return out, nil
 }
 
 // UninstallPickyMan deletes every object of the installer (as `kubectl delete -f

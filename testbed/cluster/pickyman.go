@@ -117,24 +117,7 @@ func (o Options) OperatorMetricsURLs(ctx context.Context) ([]string, error) {
 	if !o.installed() {
 		return []string{o.OperatorMetricsURL()}, nil
 	}
-	c, err := NewClients(o.pickymanKubeconfig())
-	if err != nil {
-		return nil, err
-	}
-	pods, err := RunningPods(ctx, c, ComponentOperator)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, p := range pods {
-		if p.Status.PodIP != "" {
-			out = append(out, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/metrics")
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no running operator pod with an IP")
-	}
-	return out, nil
+	return o.installedMetricsURLs(ctx, ComponentOperator, "8080")
 }
 
 func readFile(path string) string {

@@ -134,10 +134,11 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if err != nil {
 		return nil, err
 	}
+	recorder := mgr.GetEventRecorder("pickyman-operator")
 	sch := scheduler.New(scheduler.Scheduler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("pickyman-operator"),
+		Recorder: recorder,
 		Clock:    opts.Clock,
 		Config:   conf,
 		Metrics:  opts.Metrics,
@@ -157,7 +158,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 			Client:      mgr.GetClient(),
 			Reader:      mgr.GetAPIReader(),
 			Scheme:      scheme,
-			Recorder:    mgr.GetEventRecorder("pickyman-operator"),
+			Recorder:    recorder,
 			Clock:       opts.Clock,
 			Config:      conf,
 			Metrics:     opts.Metrics,
@@ -173,7 +174,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	hs := &controller.HandshakeReconciler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("pickyman-operator"),
+		Recorder: recorder,
 		Clock:    opts.Clock,
 		Metrics:  opts.Metrics,
 		Inbox:    sch.Inbox,
@@ -181,7 +182,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if err := hs.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&controller.Binder{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("pickyman-operator")}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.Binder{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
