@@ -63,7 +63,7 @@ func newSimulateCommand() *cobra.Command {
 	f.StringVar(&o.policies, "policies", o.policies, "comma-separated policies; empty runs every registered one ("+strings.Join(policies.Names(), ",")+")")
 	f.BoolVar(&o.check, "check", o.check, "check invariants at every cycle (slower)")
 	f.BoolVar(&o.ideal, "ideal", o.ideal, "free preemption and no start cost, as most research simulators assume")
-	f.DurationVar(&o.tick, "tick", o.tick, "scheduling interval while jobs wait")
+	f.DurationVar(&o.tick, "tick", o.tick, "also poll: a scheduling cycle this often while jobs wait (0: cycles only at events and the policy's wake-ups)")
 	f.Float64Var(&o.noise, "noise", o.noise, "sigma of the per-job lognormal noise on overheads and traffic (0: none)")
 	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic (0 to 1; docs/simulator.md)")
 	f.Int32Var(&o.grow, "elastic-grow", 1, "how many times its request an elastic job may grow to (1: back to its request)")

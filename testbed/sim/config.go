@@ -33,8 +33,10 @@ type Config struct {
 	Seed int64
 	// Elastic makes a share of the jobs elastic; see newJob for their bounds.
 	Elastic Elasticity
-	// Tick is the interval of scheduling cycles while a job is queued, so that policies
-	// that sort by attained service can react between events (default 60 s).
+	// Tick, if positive, polls: a scheduling cycle runs this often while a job is queued,
+	// besides the cycles at events and at the policy's wake-up times (sched.Waker). Off by
+	// default: a policy's decisions change without an event only at the times it names, so
+	// a poll only adds cycles (it is there to compare with fixed-tick simulators).
 	Tick time.Duration
 	// ReservationTimeout releases a reservation this long after it was made if the job
 	// has not started (default 1 h).
@@ -45,10 +47,11 @@ type Config struct {
 	Check bool
 	// SeriesPoints bounds the time series (default 512 points).
 	SeriesPoints int
-	// MaxIdleTicks is how many scheduling ticks in a row may pass with jobs queued, nothing
-	// running, nothing arriving and no decisions before the run fails as stuck (default
-	// 10000).
-	MaxIdleTicks int
+	// MaxIdleWakes is how many cycles in a row that only a wake-up (or a Tick) called may
+	// pass with jobs queued, nothing running, nothing arriving and no decisions before the
+	// run fails as stuck (default 10000). A policy that leaves jobs queued on an idle
+	// cluster and asks for no wake-up fails the run at once.
+	MaxIdleWakes int
 }
 
 // DefaultConfig returns a Config with DefaultPhysics and the documented defaults.
@@ -56,26 +59,22 @@ func DefaultConfig() Config {
 	return Config{
 		Physics:            DefaultPhysics(),
 		Seed:               1,
-		Tick:               60 * time.Second,
 		ReservationTimeout: time.Hour,
 		SeriesPoints:       512,
-		MaxIdleTicks:       10000,
+		MaxIdleWakes:       10000,
 	}
 }
 
 func (c *Config) defaults() {
 	d := DefaultConfig()
-	if c.Tick <= 0 {
-		c.Tick = d.Tick
-	}
 	if c.ReservationTimeout <= 0 {
 		c.ReservationTimeout = d.ReservationTimeout
 	}
 	if c.SeriesPoints <= 0 {
 		c.SeriesPoints = d.SeriesPoints
 	}
-	if c.MaxIdleTicks <= 0 {
-		c.MaxIdleTicks = d.MaxIdleTicks
+	if c.MaxIdleWakes <= 0 {
+		c.MaxIdleWakes = d.MaxIdleWakes
 	}
 	if c.Physics.CheckpointPeriod <= 0 {
 		c.Physics.CheckpointPeriod = 1

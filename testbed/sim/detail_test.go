@@ -58,7 +58,7 @@ func TestObserverEvents(t *testing.T) {
 	// a runs from 15; at 37 it has 22 s (2 epochs of 10 s, the second ended at 35) and is
 	// preempted at the boundary; it reaches 30 s at 45, writes 2 s, frees at 47 (window
 	// 37..47 read 8 s of data). b runs 62..112 (5 epochs). a resumes at 112, warm until
-	// 128, ends at 198; no tick comes due while nothing waits.
+	// 128, ends at 198.
 	want := []obs{
 		{Kind: sched.EventSubmitted, Job: "a", Phase: sched.Queued},
 		{Kind: sched.EventStarted, Job: "a", Phase: sched.Running},
@@ -69,11 +69,11 @@ func TestObserverEvents(t *testing.T) {
 		{Kind: sched.EventTraffic, Job: "a", T: 47, D: 10, Bytes: 8e8, Phase: sched.Suspending, EpochsOK: 3},
 		{Kind: sched.EventSuspended, Job: "a", T: 47, D: 10, Phase: sched.Queued, EpochsOK: 3},
 		{Kind: sched.EventStarted, Job: "b", T: 47, Phase: sched.Running},
-		// The scheduling tick at 97 (60 s after b arrived, a still waits) reports b.
-		{Kind: sched.EventEpoch, Job: "b", T: 92, D: 10, Bytes: 5e8, Phase: sched.Running, EpochsOK: 3},
-		{Kind: sched.EventTraffic, Job: "b", T: 97, D: 35, Bytes: 175e7, Phase: sched.Running, EpochsOK: 3},
+		// No cycle runs between 47 and b's end (no event, and the policy asks for no
+		// wake-up), so b's progress is reported once, at 112: its latest epoch and the
+		// traffic since its warm-up ended at 62.
 		{Kind: sched.EventEpoch, Job: "b", T: 112, D: 10, Bytes: 5e8, Phase: sched.Running, EpochsOK: 5},
-		{Kind: sched.EventTraffic, Job: "b", T: 112, D: 15, Bytes: 75e7, Phase: sched.Running, EpochsOK: 5},
+		{Kind: sched.EventTraffic, Job: "b", T: 112, D: 50, Bytes: 25e8, Phase: sched.Running, EpochsOK: 5},
 		{Kind: sched.EventFinished, Job: "b", T: 112, D: 65, Phase: sched.Finished, EpochsOK: 5},
 		{Kind: sched.EventStarted, Job: "a", T: 112, Phase: sched.Running, EpochsOK: 3},
 		{Kind: sched.EventResumed, Job: "a", T: 128, D: 16, Phase: sched.Running, EpochsOK: 3},
@@ -148,7 +148,7 @@ func TestInvalidRuns(t *testing.T) {
 			want: []string{"at 0s", "node-0", "over-committed", "b"}},
 		"over-commit, unchecked": {jobs: both, policy: overcommit, cfg: unchecked,
 			want: []string{"at 0s", "start of job b", "node node-0"}},
-		"never starts": {jobs: both[:1], policy: idle, cfg: Config{MaxIdleTicks: 3, Physics: handPhysics()},
+		"never starts": {jobs: both[:1], policy: idle, cfg: Config{MaxIdleWakes: 3, Physics: handPhysics()},
 			want: []string{"idle", "left 1 jobs", "[a]"}},
 	}
 	for name, tc := range cases {

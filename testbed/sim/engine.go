@@ -34,6 +34,7 @@ type Engine struct {
 	cfg      Config
 	policy   sched.Policy
 	observer sched.Observer
+	waker    sched.Waker
 	clock    Clock
 
 	nodes     []sched.Node
@@ -46,10 +47,15 @@ type Engine struct {
 	active []*job // submitted, not finished, in arrival order
 	snap   sched.Snapshot
 
-	q           eventQueue
-	now         time.Duration
+	q   eventQueue
+	now time.Duration
+	// wakeAt is the pending wake-up the policy asked for (sched.Waker); wakeGen tells
+	// it from the wake-ups it replaced.
+	wakeAt      time.Duration
+	wakeGen     uint32
+	wakePending bool
 	tickPending bool
-	idleTicks   int
+	idleWakes   int
 
 	queued, holding int   // jobs Queued; jobs Running or Suspending
 	reservations    int   // queued jobs with a reservation
@@ -68,6 +74,7 @@ func New(cluster traces.Cluster, jobs []traces.Job, policy sched.Policy, cfg Con
 	cfg.defaults()
 	e := &Engine{cfg: cfg, policy: policy, nodeIndex: map[string]int{}}
 	e.observer, _ = policy.(sched.Observer)
+	e.waker, _ = policy.(sched.Waker)
 	e.clock = testingclock.NewFakeClock(Epoch)
 	for pi, pool := range cluster.Pools {
 		for i := 0; i < pool.Count; i++ {
@@ -166,6 +173,9 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Run, error) {
 			return nil, err
 		}
 	}
+	if e.queued > 0 {
+		return nil, fmt.Errorf("sim: policy %s left %s on an idle cluster with no event or wake-up due", e.policy.Name(), e.queuedJobs())
+	}
 	if err := e.checkEnd(); err != nil {
 		return nil, err
 	}
@@ -177,10 +187,12 @@ func (e *Engine) nextTime() (time.Duration, bool) {
 	for e.next < len(e.jobs) && e.jobs[e.next].rec.Rejected {
 		e.next++
 	}
-	// A tick that comes due with no job queued has nothing to do.
-	for e.q.Len() > 0 && e.queued == 0 && e.q.peek().kind == evTick {
-		e.q.pop()
-		e.tickPending = false
+	// A tick that comes due with no job queued has nothing to do; a replaced wake-up is
+	// stale.
+	for e.q.Len() > 0 && e.idle(e.q.peek()) {
+		if e.q.pop().kind == evTick {
+			e.tickPending = false
+		}
 	}
 	ok := false
 	var t time.Duration
@@ -193,6 +205,12 @@ func (e *Engine) nextTime() (time.Duration, bool) {
 	return t, ok
 }
 
+// idle reports whether an event has nothing to do: a tick with no job queued, or a
+// wake-up the policy has replaced since.
+func (e *Engine) idle(ev *event) bool {
+	return (ev.kind == evTick && e.queued == 0) || (ev.kind == evWake && ev.gen != e.wakeGen)
+}
+
 // step is one simulated instant: every event at time t, then one scheduling cycle.
 func (e *Engine) step(t time.Duration) error {
 	// 1. Advance the clock and the progress of jobs that hold GPUs; report traffic and
@@ -202,15 +220,25 @@ func (e *Engine) step(t time.Duration) error {
 	e.advance(t)
 
 	// 2. Apply every event of this instant: heap events in sequence order, then arrivals.
-	tick := false
+	// woken is whether a wake-up or a tick is all that called this cycle.
+	woken, happened := false, false
 	for e.q.Len() > 0 && e.q.peek().at == t {
 		ev := e.q.pop()
-		e.events++
-		if ev.kind == evTick {
-			tick = true
+		switch {
+		case ev.kind == evWake && ev.gen != e.wakeGen:
+			continue // replaced by a later answer of the policy
+		case ev.kind == evWake:
+			e.events++
+			woken, e.wakePending = true, false
+			continue
+		case ev.kind == evTick:
+			e.events++
+			woken = true
 			e.tickPending = false
 			continue
 		}
+		e.events++
+		happened = true
 		if err := e.handle(&ev); err != nil {
 			return err
 		}
@@ -222,6 +250,7 @@ func (e *Engine) step(t time.Duration) error {
 			continue
 		}
 		e.events++
+		happened = true
 		e.active = append(e.active, j)
 		e.queued++
 		e.observe(sched.EventSubmitted, j, 0, 0)
@@ -232,7 +261,8 @@ func (e *Engine) step(t time.Duration) error {
 	// then there is nothing to start, preempt for or resize, and the cycle is skipped.
 	var d sched.Decisions
 	growable := e.growable()
-	if e.queued > 0 || growable {
+	called := e.queued > 0 || growable
+	if called {
 		e.refresh(t)
 		e.cycles++
 		d = e.policy.Schedule(&e.snap)
@@ -252,17 +282,45 @@ func (e *Engine) step(t time.Duration) error {
 			return err
 		}
 	}
-	if err := e.watchIdle(tick, &d); err != nil {
+	if err := e.watchIdle(woken && !happened, &d); err != nil {
 		return err
 	}
 
-	// 6. Record the time series and keep ticking while jobs wait or may grow.
+	// 6. Record the time series; ask the policy when to look again without an event, and
+	// with a Tick poll keep ticking while jobs wait.
 	e.series.Record(t, e.used, e.queued)
-	if (e.queued > 0 || growable) && !e.tickPending {
+	if called {
+		e.scheduleWake(t)
+	}
+	if e.cfg.Tick > 0 && e.queued > 0 && !e.tickPending {
 		e.q.push(event{at: t + e.cfg.Tick, kind: evTick})
 		e.tickPending = true
 	}
 	return nil
+}
+
+// scheduleWake queues the wake-up the policy asks for after a cycle at t (sched.Waker),
+// replacing the one pending: the policy's latest answer holds. A time not after t is
+// ignored (the engine already runs a second cycle at t when decisions free GPUs at once).
+func (e *Engine) scheduleWake(t time.Duration) {
+	if e.waker == nil {
+		return
+	}
+	w := e.waker.NextWake()
+	at := w.Sub(Epoch)
+	if w.IsZero() || at <= t {
+		if e.wakePending {
+			e.wakeGen++ // no wake-up: the pending one is stale
+			e.wakePending = false
+		}
+		return
+	}
+	if e.wakePending && at == e.wakeAt {
+		return
+	}
+	e.wakeGen++
+	e.wakeAt, e.wakePending = at, true
+	e.q.push(event{at: at, kind: evWake, gen: e.wakeGen})
 }
 
 // growable reports whether GPUs are idle and an elastic job runs below its maximum size.
@@ -278,26 +336,32 @@ func (e *Engine) growable() bool {
 	return false
 }
 
-// watchIdle fails a run in which jobs wait on an idle cluster forever.
-func (e *Engine) watchIdle(tick bool, d *sched.Decisions) error {
-	if !tick {
+// watchIdle fails a run in which jobs wait on an idle cluster forever while the policy
+// keeps waking up (woken: only a wake-up or a tick called this cycle).
+func (e *Engine) watchIdle(woken bool, d *sched.Decisions) error {
+	if !woken {
 		return nil
 	}
 	if e.queued == 0 || e.holding > 0 || e.next < len(e.jobs) || len(d.Starts)+len(d.Preemptions)+len(d.Reservations) > 0 {
-		e.idleTicks = 0
+		e.idleWakes = 0
 		return nil
 	}
-	e.idleTicks++
-	if e.idleTicks > e.cfg.MaxIdleTicks {
-		ids := []string{}
-		for _, j := range e.active {
-			if j.s.Phase == sched.Queued && len(ids) < 5 {
-				ids = append(ids, j.s.ID)
-			}
-		}
-		return fmt.Errorf("sim: policy %s left %d jobs (%v...) queued on an idle cluster for %d ticks", e.policy.Name(), e.queued, ids, e.idleTicks)
+	e.idleWakes++
+	if e.idleWakes > e.cfg.MaxIdleWakes {
+		return fmt.Errorf("sim: policy %s left %s on an idle cluster for %d wake-ups", e.policy.Name(), e.queuedJobs(), e.idleWakes)
 	}
 	return nil
+}
+
+// queuedJobs names the queued jobs for an error: "3 jobs queued (a, b, c...)".
+func (e *Engine) queuedJobs() string {
+	ids := []string{}
+	for _, j := range e.active {
+		if !j.finished && j.s.Phase == sched.Queued && len(ids) < 5 {
+			ids = append(ids, j.s.ID)
+		}
+	}
+	return fmt.Sprintf("%d jobs queued (%v...)", e.queued, ids)
 }
 
 // refresh drops finished jobs from the snapshot and updates the jobs that hold GPUs.

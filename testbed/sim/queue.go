@@ -10,6 +10,8 @@ const (
 	evWarm
 	evTick
 	evReservationTimeout
+	// evWake is a wake-up the policy asked for (sched.Waker); gen is the engine's wakeGen.
+	evWake
 )
 
 // event is a scheduled event. gen must match the job's generation (or reservation

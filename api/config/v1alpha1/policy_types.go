@@ -41,7 +41,9 @@ type PickyManArgs struct {
 	MaxConsidered *int32 `json:"maxConsidered,omitempty"`
 	// MaxScan bounds how many candidates one victim search considers.
 	MaxScan *int32 `json:"maxScan,omitempty"`
-	// Refresh is the longest time between two full cycles when nothing changed.
+	// Refresh, if positive, is the longest time between two full cycles when nothing
+	// changed (default 0: cycles at events and when a protection ends or class aging
+	// promotes a waiting job, nothing more).
 	Refresh *metav1.Duration `json:"refresh,omitempty"`
 	// Aging is how many seconds a waiting job's sort key drops per second it has waited.
 	Aging *float64 `json:"aging,omitempty"`

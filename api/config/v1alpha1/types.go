@@ -22,7 +22,11 @@ type Configuration struct {
 	// ReservationTimeout releases a queued job's reservation this long after it was made
 	// if the job has not started.
 	ReservationTimeout metav1.Duration `json:"reservationTimeout"`
-	// ScheduleInterval is the longest time between two scheduling cycles.
+	// ScheduleInterval is the resync: the longest time between two scheduling cycles.
+	// Cycles run at events (a job submitted, started, suspended or finished, a node
+	// changed), at the time the policy's decisions can next change without one (a Tiresias
+	// queue threshold, a PickyMan protection ending) and when a reservation times out; the
+	// resync reads what sends no event, such as the training progress agents annotate.
 	ScheduleInterval metav1.Duration `json:"scheduleInterval"`
 	// GPUResource is the extended resource that counts GPUs.
 	GPUResource string `json:"gpuResource"`

@@ -24,7 +24,9 @@ import (
 )
 
 // Scheduler runs the scheduling cycle. It is a leader-elected runnable: one cycle at a
-// time, on changes (coalesced, through its Inbox) and at the configured interval. It writes
+// time, on changes (coalesced, through its Inbox), at the time the policy's decisions can
+// next change without one (sched.Waker) or a reservation times out, and at the configured
+// resync interval (scheduleInterval), which catches what sends no event. It writes
 // Allocations only; the job and handshake controllers carry each Allocation's new state
 // into its job and pods.
 type Scheduler struct {
@@ -50,6 +52,9 @@ type Scheduler struct {
 	seen map[string]allocation.PodProgress
 	// progress is the pods' progress of the last snapshot, per job ID.
 	progress map[string]allocation.PodProgress
+	// reservationDue is when the earliest reservation of the last snapshot times out
+	// (zero: none).
+	reservationDue time.Time
 }
 
 var (
@@ -95,6 +100,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	tick := s.Clock.NewTicker(s.Config.ScheduleInterval.Duration)
 	defer tick.Stop()
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	var woken <-chan time.Time
 	s.wakeUp()
 	for {
 		select {
@@ -102,11 +114,38 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			return nil
 		case <-s.Inbox.wake:
 		case <-tick.C():
+		case <-woken:
 		}
 		if err := s.Cycle(ctx); err != nil && ctx.Err() == nil {
 			logger.Error(err, "scheduling cycle failed")
 		}
+		// Requeue for the time the decision can next change without an event.
+		if timer != nil {
+			timer.Stop()
+		}
+		timer, woken = nil, nil
+		if at := s.nextWake(); !at.IsZero() {
+			timer = s.Clock.NewTimer(max(at.Sub(s.Clock.Now()), minWakeDelay))
+			woken = timer.C()
+		}
 	}
+}
+
+// minWakeDelay bounds how soon after a cycle a wake-up may call the next one, so that a
+// wake-up time already passed (a failed cycle) cannot spin the loop.
+const minWakeDelay = 100 * time.Millisecond
+
+// nextWake is when the last cycle's decisions can next change without an event: the
+// policy's wake-up time (sched.Waker) or the earliest reservation timeout, whichever comes
+// first; zero if neither.
+func (s *Scheduler) nextWake() time.Time {
+	at := s.reservationDue
+	if w, ok := s.Policy.(sched.Waker); ok {
+		if t := w.NextWake(); !t.IsZero() && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	return at
 }
 
 // Cycle runs one scheduling cycle (docs/operator.md):
@@ -181,8 +220,15 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	now := s.Clock.Now()
 	progress := make(map[string]allocation.PodProgress, len(byAlloc))
 	allocs := make(map[string]*v1alpha1.Allocation, len(list.Items))
+	s.reservationDue = time.Time{}
 	for i := range list.Items {
 		a := &list.Items[i]
+		if a.Status.Phase == v1alpha1.AllocationQueued && len(a.Status.Reserved) > 0 && a.Status.ReservedAt != nil {
+			due := a.Status.ReservedAt.Add(s.Config.ReservationTimeout.Duration + time.Nanosecond)
+			if due.After(now) && (s.reservationDue.IsZero() || due.Before(s.reservationDue)) {
+				s.reservationDue = due
+			}
+		}
 		allocs[allocation.JobID(a)] = a
 		if ps := byAlloc[allocation.JobID(a)]; len(ps) > 0 {
 			progress[allocation.JobID(a)] = allocation.ReadProgress(ps)

@@ -220,6 +220,22 @@ type Policy interface {
 	Schedule(s *Snapshot) Decisions
 }
 
+// Waker is implemented by a policy whose decisions can change while nothing happens to the
+// jobs and nodes, because they depend on time: Tiresias demotes a running job when its
+// attained service crosses a queue threshold; PickyMan looks again when a recency protection
+// ends or class aging promotes a waiting job. After a Schedule call, NextWake returns the
+// earliest time at which a cycle could decide something that cycle did not although no job
+// arrived, started, was suspended, resumed or finished and no node changed; the zero time
+// means that only such an event can change its decisions. A policy that does not implement
+// Waker decides only at events (FIFO, SJF, SRTF, Kueue).
+//
+// The simulator runs a cycle only at events and at that time; the operator's scheduler
+// requeues itself for it. Waking early is harmless (the cycle decides nothing new); waking
+// late delays a decision.
+type Waker interface {
+	NextWake() time.Time
+}
+
 // EventKind names what happened to a job.
 type EventKind string
 

@@ -41,8 +41,10 @@ type Options struct {
 	MaxConsidered int
 	// MaxScan bounds how many candidates, cheapest first, one victim search considers.
 	MaxScan int
-	// Refresh is the longest time between two full cycles when no job arrived, started,
-	// was suspended or resumed, or finished (see Schedule).
+	// Refresh, if positive, is the longest time between two full cycles when no job
+	// arrived, started, was suspended or resumed, or finished, no protection ended and no
+	// waiting job was promoted (see Schedule); NextWake asks for a cycle then. 0 (the
+	// default) polls never: between events a saving can only shrink (docs/policy.md).
 	Refresh time.Duration
 	// Aging is how many seconds a waiting job's sort key drops per second it has waited:
 	// key = predicted remaining time - Aging x waiting time (see the package doc).
@@ -90,7 +92,7 @@ func DefaultOptions() Options {
 	return Options{
 		MaxConsidered: 32,
 		MaxScan:       256,
-		Refresh:       10 * time.Minute,
+		Refresh:       0,
 		Aging:         0.1,
 		Unknown:       time.Hour,
 		Protect:       10 * time.Minute,

@@ -30,6 +30,11 @@ type Policy struct {
 	// wake is when the earliest recency protection seen by the last full cycle expires: a
 	// job that becomes a possible victim then is a change too (zero: none).
 	wake time.Time
+	// promote is when class aging next raises a waiting job's class, as the last full cycle
+	// ordered them (zero: none).
+	promote time.Time
+	// waiting is whether the last cycle left a job queued.
+	waiting bool
 	// buf holds a cycle's scratch slices between cycles (see buffers).
 	buf buffers
 }
@@ -37,6 +42,7 @@ type Policy struct {
 var (
 	_ sched.Policy   = (*Policy)(nil)
 	_ sched.Observer = (*Policy)(nil)
+	_ sched.Waker    = (*Policy)(nil)
 )
 
 // New returns the policy configured by o.
@@ -113,16 +119,18 @@ type waiting struct {
 func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan; reservations first. Without an event since the last full cycle and with the
 	// same jobs in the same phases on the same nodes, no GPU was freed and no job arrived,
-	// so nothing new fits and a saving can only have shrunk: skip the rest unless Refresh
-	// has passed (to let aging reorder the queue) or a protection has expired (a new
-	// possible victim).
+	// so nothing new fits and a saving can only have shrunk: skip the rest unless a
+	// protection has expired (a new possible victim), class aging promoted a waiting job (a
+	// new order) or Refresh has passed (see Options.Refresh).
 	plan := sched.NewPlan(s)
 	plan.AdmitReserved()
 	state := signature(s)
-	if !p.changed && state == p.state && s.Now.Sub(p.last) < p.opts.Refresh && (p.wake.IsZero() || s.Now.Before(p.wake)) {
-		return plan.Decisions()
+	if !p.changed && state == p.state && !p.due(s.Now) {
+		d := plan.Decisions()
+		p.waiting = len(plan.Index.Queued) > len(d.Starts)
+		return d
 	}
-	p.changed, p.last, p.wake, p.state = false, s.Now, time.Time{}, state
+	p.changed, p.last, p.wake, p.promote, p.state = false, s.Now, time.Time{}, time.Time{}, state
 	// 2. Predict.
 	c := p.newCycle(s, plan)
 	// 3. Order.
@@ -177,6 +185,7 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	}
 	// 6. Modes and expectations.
 	d := plan.Decisions()
+	p.waiting = len(plan.Index.Queued) > len(d.Starts)
 	for i := range d.Preemptions {
 		pr := &d.Preemptions[i]
 		if pr.Resize != nil {
@@ -187,6 +196,35 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 		p.ovh.Expect(v.j, v.mode, v.est, s.Now)
 	}
 	return d
+}
+
+// due reports whether a cycle at now must be full although nothing changed: a protection
+// seen by the last full cycle has expired, class aging has promoted a waiting job, or
+// Refresh has passed since the last full cycle.
+func (p *Policy) due(now time.Time) bool {
+	reached := func(t time.Time) bool { return !t.IsZero() && !now.Before(t) }
+	return reached(p.wake) || reached(p.promote) || (p.opts.Refresh > 0 && now.Sub(p.last) >= p.opts.Refresh)
+}
+
+// NextWake implements sched.Waker: while a job waits, the earliest of the times due
+// reads (a protection ends, class aging promotes a waiting job, Refresh passes); zero when
+// the last cycle left no job waiting and no elastic job to grow later.
+func (p *Policy) NextWake() time.Time {
+	var next time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	earliest(p.wake) // also the growth of an elastic job (grow)
+	if !p.waiting {
+		return next
+	}
+	earliest(p.promote)
+	if p.opts.Refresh > 0 {
+		earliest(p.last.Add(p.opts.Refresh))
+	}
+	return next
 }
 
 // order sorts the waiting jobs: higher priority first; within a priority, ascending key =
@@ -206,7 +244,15 @@ func (c *cycle) order(queued []*sched.Job) []waiting {
 		key := rem - time.Duration(c.opts.Aging*float64(waited))
 		class := j.Priority
 		if c.opts.Promote > 0 && class < top {
-			class = min(top, class+int32(min(waited/c.opts.Promote, math.MaxInt32)))
+			steps := min(waited/c.opts.Promote, math.MaxInt32)
+			class = min(top, class+int32(steps))
+			if class < top {
+				// The next promotion: the queue order changes then without an event.
+				at := c.now.Add((time.Duration(steps)+1)*c.opts.Promote - waited)
+				if c.p.promote.IsZero() || at.Before(c.p.promote) {
+					c.p.promote = at
+				}
+			}
 		}
 		out = append(out, waiting{j: j, class: class, rem: rem, key: key})
 	}

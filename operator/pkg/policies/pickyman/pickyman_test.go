@@ -223,7 +223,8 @@ func queueWaitJobs() []*sched.Job {
 
 // TestUnchangedCycleSkipped checks that a cycle with no state-changing event since the
 // last full one, within Refresh, decides nothing new, and that an arrival or Refresh
-// passing makes the next cycle full again.
+// passing makes the next cycle full again; without Refresh (the default) no wake-up is
+// asked for, since nothing protected or aging can change the decision.
 func TestUnchangedCycleSkipped(t *testing.T) {
 	const h = time.Hour
 	mk := func(at time.Time) *sched.Snapshot {
@@ -232,9 +233,14 @@ func TestUnchangedCycleSkipped(t *testing.T) {
 			waitingJob("short", 1, 4, 10*time.Minute).Obj(),
 		).Obj()
 	}
-	p := New(DefaultOptions())
+	o := DefaultOptions()
+	o.Refresh = 10 * time.Minute
+	p := New(o)
 	if d := p.Schedule(mk(now)); len(d.Preemptions) != 1 {
 		t.Fatalf("first cycle: %+v, want one preemption", d)
+	}
+	if w := p.NextWake(); !w.Equal(now.Add(o.Refresh)) {
+		t.Errorf("NextWake = %v, want Refresh after the cycle (%v)", w, now.Add(o.Refresh))
 	}
 	if d := p.Schedule(mk(now.Add(time.Minute))); len(d.Preemptions) != 0 {
 		t.Errorf("unchanged cycle decided %+v, want nothing", d)
@@ -243,7 +249,12 @@ func TestUnchangedCycleSkipped(t *testing.T) {
 	if d := p.Schedule(mk(now.Add(2 * time.Minute))); len(d.Preemptions) != 1 {
 		t.Errorf("cycle after an arrival: %+v, want one preemption", d)
 	}
-	if d := p.Schedule(mk(now.Add(2*time.Minute + DefaultOptions().Refresh))); len(d.Preemptions) != 1 {
+	if d := p.Schedule(mk(now.Add(2*time.Minute + o.Refresh))); len(d.Preemptions) != 1 {
 		t.Errorf("cycle after Refresh: %+v, want one preemption", d)
+	}
+	p = New(DefaultOptions())
+	p.Schedule(mk(now))
+	if w := p.NextWake(); !w.IsZero() {
+		t.Errorf("default options: NextWake = %v, want none (no Refresh, nothing protected, one class)", w)
 	}
 }

@@ -52,9 +52,14 @@ type Tiresias struct {
 	opts Options
 	// base is the attained service at a job's last promotion.
 	base map[string]time.Duration
+	// wake is the last cycle's NextWake.
+	wake time.Time
 }
 
-var _ sched.Policy = (*Tiresias)(nil)
+var (
+	_ sched.Policy = (*Tiresias)(nil)
+	_ sched.Waker  = (*Tiresias)(nil)
+)
 
 // New returns a Tiresias policy.
 func New(opts Options) (*Tiresias, error) {
@@ -139,11 +144,70 @@ func (t *Tiresias) Schedule(s *sched.Snapshot) sched.Decisions {
 	cands := sched.Sorted(p.Index.Running, order)
 	slices.Reverse(cands)
 	// 4. Start, preempting jobs of lower queues.
-	return sched.Preemptive{
+	d := sched.Preemptive{
 		Queue:      queue,
 		Candidates: cands,
 		CanPreempt: func(q, v *sched.Job) bool { return t.Queue(v) > t.Queue(q) },
 		Mode:       sched.SuspendNow,
 		Reason:     Reason,
 	}.Run(p)
+	// 5. When to look again without an event.
+	t.wake = t.nextWake(s, p.Index, &d)
+	return d
+}
+
+// NextWake implements sched.Waker: the earliest time after the last cycle at which a job
+// that holds GPUs crosses a queue threshold (its queue, hence the victims and their order,
+// change) or, with StarveLimit, a waiting job is promoted, while a job waits; zero if no job
+// is left waiting.
+func (t *Tiresias) NextWake() time.Time { return t.wake }
+
+// nextWake computes NextWake after decisions d on snapshot s. Attained service grows with
+// time only for jobs that hold GPUs, at their GPU count: those running now and those d
+// starts (from s.Now on). Waiting jobs' queues change only by promotion.
+func (t *Tiresias) nextWake(s *sched.Snapshot, ix *sched.Index, d *sched.Decisions) time.Time {
+	started := make(map[string]bool, len(d.Starts))
+	for _, st := range d.Starts {
+		started[st.JobID] = true
+	}
+	var wake time.Time
+	earliest := func(at time.Time) {
+		if at.After(s.Now) && (wake.IsZero() || at.Before(wake)) {
+			wake = at
+		}
+	}
+	waiting := false
+	for _, j := range ix.Queued {
+		if started[j.ID] {
+			continue
+		}
+		waiting = true
+		if t.opts.StarveLimit <= 0 || t.Queue(j) == 0 {
+			continue
+		}
+		if run, waited, ok := lastRun(j, s.Now); ok {
+			earliest(s.Now.Add(time.Duration(t.opts.StarveLimit*float64(run)) - waited + 1))
+		}
+	}
+	if !waiting {
+		return time.Time{}
+	}
+	cross := func(j *sched.Job, gpus int32) {
+		q := t.Queue(j)
+		if q >= len(t.opts.Thresholds) || gpus <= 0 {
+			return
+		}
+		left := t.opts.Thresholds[q] - (j.Attained - t.base[j.ID])
+		g := time.Duration(gpus)
+		earliest(s.Now.Add((left + g - 1) / g))
+	}
+	for _, j := range ix.Running {
+		cross(j, j.GPUs())
+	}
+	for _, st := range d.Starts {
+		if j := ix.Job(st.JobID); j != nil {
+			cross(j, sched.PlacementGPUs(st.Placement))
+		}
+	}
+	return wake
 }

@@ -147,3 +147,61 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestNextWake: while a job waits, Tiresias asks for a cycle when a running job's attained
+// service crosses its queue's threshold, and that cycle preempts it; without a waiting job
+// it asks for none.
+func TestNextWake(t *testing.T) {
+	now := utiltesting.At(10 * time.Hour)
+	p, err := tiresias.New(tiresias.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// r holds 4 GPUs and has 3000 of the 3600 GPU-seconds of queue 0: it crosses in 150 s.
+	snap := func(at time.Time, waiting bool) *sched.Snapshot {
+		r := utiltesting.MakeJob("r").GPUs(1, 4).Attained(3000*time.Second + 4*at.Sub(now)).Running("a").Obj()
+		jobs := []*sched.Job{r}
+		if waiting {
+			jobs = append(jobs, utiltesting.MakeJob("q").GPUs(1, 4).Submit(now).Obj())
+		}
+		return utiltesting.MakeSnapshot(at).Nodes(utiltesting.MakeNode("a", 4).Obj()).Jobs(jobs...).Obj()
+	}
+	if d := p.Schedule(snap(now, false)); len(d.Preemptions)+len(d.Starts) != 0 {
+		t.Fatalf("nothing waits: decided %+v", d)
+	}
+	if w := p.NextWake(); !w.IsZero() {
+		t.Errorf("nothing waits: NextWake = %v, want none", w)
+	}
+	if d := p.Schedule(snap(now, true)); len(d.Preemptions) != 0 {
+		t.Fatalf("same queue: preempted %+v", d.Preemptions)
+	}
+	want := now.Add(150 * time.Second)
+	if w := p.NextWake(); !w.Equal(want) {
+		t.Fatalf("NextWake = %v, want %v (r crosses 3600 GPU-s)", w, want)
+	}
+	if d := p.Schedule(snap(want.Add(-time.Second), true)); len(d.Preemptions) != 0 {
+		t.Errorf("a second before the crossing: preempted %+v", d.Preemptions)
+	}
+	if d := p.Schedule(snap(want, true)); len(d.Preemptions) != 1 || d.Preemptions[0].JobID != "r" {
+		t.Errorf("at the crossing: %+v, want r preempted for q", d)
+	}
+}
+
+// TestNextWakeStarvation: with StarveLimit, a waiting job of a lower queue is promoted when
+// it has waited StarveLimit times its last run, and NextWake names that time.
+func TestNextWakeStarvation(t *testing.T) {
+	now := utiltesting.At(10 * time.Hour)
+	p, err := tiresias.New(tiresias.Options{StarveLimit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// s ran 1 h on 4 GPUs (queue 1), stopped 30 min ago: promoted 2 h after it stopped.
+	stop := now.Add(-30 * time.Minute)
+	s := utiltesting.MakeJob("s").GPUs(1, 4).Started(stop.Add(-time.Hour)).LastStop(stop).Attained(4 * time.Hour).Obj()
+	s.Phase = sched.Queued
+	r := utiltesting.MakeJob("r").GPUs(1, 4).Attained(5 * time.Hour).Running("a").Obj()
+	p.Schedule(utiltesting.MakeSnapshot(now).Nodes(utiltesting.MakeNode("a", 4).Obj()).Jobs(r, s).Obj())
+	if w, want := p.NextWake(), stop.Add(2*time.Hour+1); !w.Equal(want) {
+		t.Errorf("NextWake = %v, want %v", w, want)
+	}
+}
