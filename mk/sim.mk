@@ -7,7 +7,7 @@ test-sim: ## Every policy on the Tiresias 60-job trace, the baselines and pickym
 	$(GO) test -count=1 -timeout 90m -run '^(TestTiresias60|TestPhilly)$$' -v ./testbed/sim/ $(if $(PHILLY_ALL),-args -philly.all) | grep -E '^(---|ok|FAIL|PASS)|^ *--- |philly: '
 
 .PHONY: bench-sim
-bench-sim: ## Simulator speed: jobs/s and events/s per policy on the full philly.csv (cluster: docs/simulator.md).
-	$(GO) test -run '^$$' -bench '^BenchmarkSimulate' -benchtime 1x -timeout 30m ./testbed/sim/
+bench-sim: build ## Simulator cost per run and policy: events per job, cycles, wall seconds, max RSS (Tiresias 60 jobs on 1x4, generated at load 2 on 8x8, philly.csv on 64x8, the baselines on 112x8; docs/simulator.md).
+	$(GO) run ./hack/benchsim -pickyman $(BIN)/pickyman -traces $(TRACES) $(if $(BENCH_SIM_RUNS),-only $(BENCH_SIM_RUNS))
 
 TEST_TARGETS += test-sim

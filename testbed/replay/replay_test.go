@@ -95,8 +95,8 @@ func TestOperatorConfigIsValid(t *testing.T) {
 		// The policy's time constants are the trace-time defaults in real time (1 h / 100).
 		switch pol := pol.(type) {
 		case *pickyman.Policy:
-			if o := pol.Options(); o.Unknown != 36*time.Second || o.Refresh != 6*time.Second || o.Protect != 6*time.Second {
-				t.Errorf("%s: unknown %v, refresh %v, protect %v: want 36s, 6s, 6s", p, o.Unknown, o.Refresh, o.Protect)
+			if o := pol.Options(); o.Unknown != 36*time.Second || o.Promote != 36*time.Second || o.Refresh != 0 || o.Protect != 6*time.Second {
+				t.Errorf("%s: unknown %v, promote %v, refresh %v, protect %v: want 36s, 36s, 0 (off), 6s", p, o.Unknown, o.Promote, o.Refresh, o.Protect)
 			}
 		case *tiresias.Tiresias:
 			if th := c.Policy.Tiresias.Thresholds; len(th) != 1 || th[0].Duration != 36*time.Second {

@@ -50,7 +50,7 @@ func (e *Engine) apply(t time.Duration, d *sched.Decisions) error {
 	var ix *sched.Index
 	held := map[string]int32{}
 	if e.reservations > 0 {
-		ix = sched.NewIndex(&e.snap)
+		ix = e.scratch.Index(&e.snap)
 		held = ix.ReservedOn()
 	}
 	for _, s := range d.Starts {
@@ -152,7 +152,7 @@ func (e *Engine) checkResize(j *job, p sched.Preemption) error {
 	}
 	held := map[string]int32{}
 	if e.reservations > 0 {
-		held = sched.NewIndex(&e.snap).ReservedOn()
+		held = e.scratch.Index(&e.snap).ReservedOn()
 	}
 	for _, sl := range sched.Added(j.s.Placement, p.Resize) {
 		n := &e.nodes[e.nodeIndex[sl.Node]]

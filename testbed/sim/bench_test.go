@@ -19,13 +19,20 @@ import (
 // (64x8) is loaded past 100% in October and FIFO's queue grows without bound.
 const PhillyCluster = "112x8"
 
+// benchCluster is the cluster the benchmarks run philly.csv on (default PhillyCluster).
+var benchCluster = flag.String("sim.cluster", PhillyCluster, "BenchmarkSimulate: the cluster to run philly.csv on")
+
 func loadPhilly(tb testing.TB) ([]traces.Job, traces.Cluster) {
 	tb.Helper()
 	jobs, err := traces.ReadAll(tracePath(tb, "philly-adaptdl/philly.csv"), traces.Options{Seed: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c, err := traces.ParseCluster(PhillyCluster)
+	cluster := PhillyCluster
+	if _, ok := tb.(*testing.B); ok {
+		cluster = *benchCluster
+	}
+	c, err := traces.ParseCluster(cluster)
 	if err != nil {
 		tb.Fatal(err)
 	}

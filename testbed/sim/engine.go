@@ -44,8 +44,17 @@ type Engine struct {
 	jobs   []*job // every job of the trace, in submit order
 	byID   map[string]*job
 	next   int    // next arrival
-	active []*job // submitted, not finished, in arrival order
-	snap   sched.Snapshot
+	active []*job // submitted and not finished (as of the last refresh), in arrival order
+	// holders are the jobs that hold GPUs (Running, Suspending), in arrival order: the only
+	// jobs whose snapshot fields change with time.
+	holders []*job
+	// ended is whether a job finished since the last refresh (active and snap.Jobs hold it).
+	ended bool
+	// snap.Jobs holds the active jobs' sched.Jobs, in the same order; both are kept across
+	// cycles and change only by arrivals and finishes.
+	snap sched.Snapshot
+	// scratch indexes the snapshot when decisions are carried out.
+	scratch sched.Scratch
 
 	q   eventQueue
 	now time.Duration
@@ -104,7 +113,8 @@ func New(cluster traces.Cluster, jobs []traces.Job, policy sched.Policy, cfg Con
 		e.byID[jobs[i].ID] = e.jobs[i]
 	}
 	slices.SortStableFunc(e.jobs, func(a, b *job) int { return int(a.rec.Submit - b.rec.Submit) })
-	for _, j := range e.jobs {
+	for i, j := range e.jobs {
+		j.order = i
 		if reason := e.neverFits(j); reason != "" {
 			j.rec.Rejected, j.rec.RejectReason = true, reason
 			j.finished = true
@@ -252,6 +262,7 @@ func (e *Engine) step(t time.Duration) error {
 		e.events++
 		happened = true
 		e.active = append(e.active, j)
+		e.snap.Jobs = append(e.snap.Jobs, &j.s)
 		e.queued++
 		e.observe(sched.EventSubmitted, j, 0, 0)
 	}
@@ -328,12 +339,25 @@ func (e *Engine) growable() bool {
 	if e.cfg.Elastic.Share <= 0 || e.used >= e.gpus {
 		return false
 	}
-	for _, j := range e.active {
-		if !j.finished && j.s.Phase == sched.Running && j.s.Elastic() && j.s.Workers < j.s.MaxWorkers {
+	for _, j := range e.holders {
+		if j.s.Phase == sched.Running && j.s.Elastic() && j.s.Workers < j.s.MaxWorkers {
 			return true
 		}
 	}
 	return false
+}
+
+// addHolder adds j to the holders when it is admitted, in arrival order.
+func (e *Engine) addHolder(j *job) {
+	i, _ := slices.BinarySearchFunc(e.holders, j.order, func(h *job, order int) int { return h.order - order })
+	e.holders = slices.Insert(e.holders, i, j)
+}
+
+// dropHolder removes j from the holders when its GPUs are free.
+func (e *Engine) dropHolder(j *job) {
+	if i, ok := slices.BinarySearchFunc(e.holders, j.order, func(h *job, order int) int { return h.order - order }); ok {
+		e.holders = slices.Delete(e.holders, i, i+1)
+	}
 }
 
 // watchIdle fails a run in which jobs wait on an idle cluster forever while the policy
@@ -364,24 +388,24 @@ func (e *Engine) queuedJobs() string {
 	return fmt.Sprintf("%d jobs queued (%v...)", e.queued, ids)
 }
 
-// refresh drops finished jobs from the snapshot and updates the jobs that hold GPUs.
+// refresh drops finished jobs from the snapshot, if any finished since the last refresh,
+// and updates the jobs that hold GPUs: O(holders) when no job finished.
 func (e *Engine) refresh(t time.Duration) {
 	e.snap.Now = Epoch.Add(t)
-	kept := e.active[:0]
-	for _, j := range e.active {
-		if j.finished {
-			continue
+	if e.ended {
+		e.ended = false
+		kept := e.active[:0]
+		for _, j := range e.active {
+			if !j.finished {
+				kept = append(kept, j)
+			}
 		}
-		kept = append(kept, j)
-		if j.s.Phase != sched.Queued {
-			j.refresh(t)
-		}
+		clear(e.active[len(kept):])
+		e.active = kept
+		e.snap.Jobs = slices.DeleteFunc(e.snap.Jobs, func(s *sched.Job) bool { return s.Phase == sched.Finished })
 	}
-	clear(e.active[len(kept):])
-	e.active = kept
-	e.snap.Jobs = e.snap.Jobs[:0]
-	for _, j := range e.active {
-		e.snap.Jobs = append(e.snap.Jobs, &j.s)
+	for _, j := range e.holders {
+		j.refresh(t)
 	}
 }
 

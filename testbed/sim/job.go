@@ -59,6 +59,9 @@ type job struct {
 	reportedP, reportedT time.Duration
 
 	finished bool
+	// order is the job's place in submit order (Engine.jobs), which keeps Engine.holders
+	// in the same order as the snapshot.
+	order int
 }
 
 // newJob builds a job's state on the gang Shape gives.

@@ -26,8 +26,8 @@ func (e *Engine) advance(t time.Duration) {
 		return
 	}
 	e.progress = e.progress[:0]
-	for _, j := range e.active {
-		if j.finished || j.s.Phase == sched.Queued || t <= j.reportedT {
+	for _, j := range e.holders {
+		if t <= j.reportedT {
 			continue
 		}
 		p := j.progressAt(t)
@@ -128,6 +128,7 @@ func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
 	e.hold(placement, 1)
 	e.queued--
 	e.holding++
+	e.addHolder(j)
 	e.q.push(event{at: j.runFrom + j.elapsed(j.work-j.p0), kind: evFinish, job: j, gen: j.gen})
 	e.observe(sched.EventStarted, j, 0, 0)
 	if resume && e.observer != nil {
@@ -225,6 +226,7 @@ func (e *Engine) free(j *job, t time.Duration) {
 	}
 	e.hold(j.s.Placement, -1)
 	e.holding--
+	e.dropHolder(j)
 	e.queued++
 	j.s.Phase = sched.Queued
 	j.s.Placement, j.s.Suspend = nil, nil
@@ -250,6 +252,8 @@ func (e *Engine) finish(j *job, t time.Duration) error {
 	e.finished.Add(1)
 	e.hold(j.s.Placement, -1)
 	e.holding--
+	e.dropHolder(j)
+	e.ended = true
 	j.s.Phase = sched.Finished
 	j.s.Suspend = nil
 	j.s.EpochsDone, j.s.SinceCheckpoint, j.s.Oracle.Remaining = j.epochs, 0, 0

@@ -32,7 +32,9 @@ const (
 // Read traffic is bursty: data loaders prefetch, page caches hit for a while and then miss,
 // a checkpoint or a neighbour shares the link. Those bursts are short and large; a median
 // ignores them entirely as long as they are fewer than half the window, and it needs no
-// tuning of a time constant. Its cost is a sort of Size values per sample.
+// tuning of a time constant. Its cost is two sorts of Size values per Value after new
+// samples; Add only stores the sample (a simulator reports traffic far more often than a
+// policy reads the rate). Not safe for concurrent use.
 type WindowMedian struct {
 	Size int
 	K    float64
@@ -41,7 +43,9 @@ type WindowMedian struct {
 	next    int
 	n       int
 	value   float64
+	stale   bool
 	scratch []float64
+	dev     []float64
 }
 
 // NewWindowMedian returns a WindowMedian over size samples with rejection at k MADs.
@@ -64,25 +68,32 @@ func (w *WindowMedian) Add(x float64) {
 	}
 	w.next = (w.next + 1) % w.Size
 	w.n++
-	w.value = robustMedian(w.buf, w.K, &w.scratch)
+	w.stale = true
 }
 
 // Value implements Smoother.
-func (w *WindowMedian) Value() (float64, bool) { return w.value, w.n > 0 }
+func (w *WindowMedian) Value() (float64, bool) {
+	if w.stale {
+		w.value = robustMedian(w.buf, w.K, &w.scratch, &w.dev)
+		w.stale = false
+	}
+	return w.value, w.n > 0
+}
 
 // N implements Smoother.
 func (w *WindowMedian) N() int { return w.n }
 
 // robustMedian returns the median of xs after dropping points more than k scaled MADs from
 // the median. With a zero MAD (over half the points equal) nothing is dropped.
-func robustMedian(xs []float64, k float64, scratch *[]float64) float64 {
+func robustMedian(xs []float64, k float64, scratch, devs *[]float64) float64 {
 	s := append((*scratch)[:0], xs...)
 	slices.Sort(s)
 	med := median(s)
-	dev := make([]float64, len(s))
-	for i, x := range s {
-		dev[i] = math.Abs(x - med)
+	dev := (*devs)[:0]
+	for _, x := range s {
+		dev = append(dev, math.Abs(x-med))
 	}
+	*devs = dev
 	slices.Sort(dev)
 	mad := 1.4826 * median(dev)
 	if mad > 0 && k > 0 {

@@ -16,19 +16,15 @@ func CompareArrival(a, b *Job) int {
 
 // Sorted returns a copy of jobs sorted by cmp. cmp must be a total order (break ties by
 // ID, as CompareArrival does) so that the result does not depend on the input order.
-func Sorted(jobs []*Job, cmp func(a, b *Job) int) []*Job {
-	out := slices.Clone(jobs)
-	slices.SortFunc(out, cmp)
-	return out
-}
+func Sorted(jobs []*Job, cmp func(a, b *Job) int) []*Job { return SortInto(nil, jobs, cmp) }
 
 // AdmitReserved starts every queued job whose reservation is usable and entirely free
 // now. Policies call it first: reserved GPUs are held for those jobs whatever the queue
 // order, and starting them first lets the rest of the cycle stop early once no free GPUs
 // remain.
 func (p *Plan) AdmitReserved() {
-	for _, j := range p.Index.Queued {
-		if len(j.Reserved) > 0 && p.View.ValidReservation(j) {
+	for _, j := range p.Index.reserving {
+		if p.View.ValidReservation(j) {
 			p.Admit(j)
 		}
 	}

@@ -1,6 +1,9 @@
 package sched
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // Index gives a policy the views of a Snapshot it needs at every cycle: jobs by phase (in
 // snapshot order), jobs by ID, and which suspending jobs free GPUs for which queued job.
@@ -12,7 +15,9 @@ type Index struct {
 	Running    []*Job
 	Suspending []*Job
 
-	jobs       []*Job
+	jobs []*Job
+	// reserving holds the queued jobs with a reservation, in snapshot order.
+	reserving  []*Job
 	byIDOnce   sync.Once
 	byID       map[string]*Job
 	freeingFor map[string][]*Job
@@ -21,10 +26,50 @@ type Index struct {
 // NewIndex indexes the jobs of s.
 func NewIndex(s *Snapshot) *Index {
 	ix := &Index{jobs: s.Jobs}
-	for _, j := range s.Jobs {
+	ix.add(s.Jobs)
+	return ix
+}
+
+// Scratch is memory a policy keeps from one cycle to the next, so that indexing a snapshot
+// allocates nothing once its slices have grown to the snapshot's size. A simulator runs
+// hundreds of thousands of cycles over queues of thousands of jobs, and building each
+// cycle's index afresh spent much of its time collecting garbage. The Index and Plan built
+// from a Scratch are valid until the next call on it; the zero value is ready to use.
+type Scratch struct {
+	ix Index
+}
+
+// Index indexes the jobs of s in the scratch's memory (see NewIndex).
+func (sc *Scratch) Index(s *Snapshot) *Index {
+	prev := &sc.ix
+	clear(prev.Queued)
+	clear(prev.Running)
+	clear(prev.Suspending)
+	clear(prev.reserving)
+	sc.ix = Index{jobs: s.Jobs, Queued: prev.Queued[:0], Running: prev.Running[:0], Suspending: prev.Suspending[:0], reserving: prev.reserving[:0]}
+	sc.ix.add(s.Jobs)
+	return &sc.ix
+}
+
+// NewPlan starts a plan for s on the scratch's index (see NewPlan).
+func (sc *Scratch) NewPlan(s *Snapshot) *Plan { return newPlan(s, sc.Index(s)) }
+
+// SortInto sets dst to jobs sorted by cmp, reusing dst's memory, and returns it.
+func SortInto(dst, jobs []*Job, cmp func(a, b *Job) int) []*Job {
+	clear(dst)
+	dst = append(dst[:0], jobs...)
+	slices.SortFunc(dst, cmp)
+	return dst
+}
+
+func (ix *Index) add(jobs []*Job) {
+	for _, j := range jobs {
 		switch j.Phase {
 		case Queued:
 			ix.Queued = append(ix.Queued, j)
+			if len(j.Reserved) > 0 {
+				ix.reserving = append(ix.reserving, j)
+			}
 		case Running:
 			ix.Running = append(ix.Running, j)
 		case Suspending:
@@ -37,7 +82,6 @@ func NewIndex(s *Snapshot) *Index {
 			}
 		}
 	}
-	return ix
 }
 
 // Job returns the job with the given ID, or nil.
@@ -69,7 +113,7 @@ func (ix *Index) Hold(q *Job) []Slot {
 // reservations of queued jobs (see Hold).
 func (ix *Index) ReservedOn() map[string]int32 {
 	out := make(map[string]int32)
-	for _, q := range ix.Queued {
+	for _, q := range ix.reserving {
 		for _, sl := range ix.Hold(q) {
 			out[sl.Node] += sl.GPUs
 		}

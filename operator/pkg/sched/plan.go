@@ -14,8 +14,9 @@ type Plan struct {
 }
 
 // NewPlan starts a plan for s.
-func NewPlan(s *Snapshot) *Plan {
-	ix := NewIndex(s)
+func NewPlan(s *Snapshot) *Plan { return newPlan(s, NewIndex(s)) }
+
+func newPlan(s *Snapshot, ix *Index) *Plan {
 	return &Plan{Snapshot: s, Index: ix, View: NewView(s, ix), preempted: make(map[string]bool)}
 }
 

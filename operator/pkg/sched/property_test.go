@@ -1,7 +1,10 @@
 package sched_test
 
 import (
+	"maps"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
@@ -121,5 +124,50 @@ func BenchmarkPlaceGang(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		view.PlaceGang(queued[i%len(queued)])
+	}
+}
+
+// TestScratchMatchesFresh: a Scratch reused over a sequence of different snapshots indexes
+// and plans each exactly as a fresh NewIndex and NewPlan do (nothing of the previous
+// snapshot leaks into the next), and SortInto sorts as Sorted does.
+func TestScratchMatchesFresh(t *testing.T) {
+	var sc sched.Scratch
+	var buf []*sched.Job
+	ids := func(js []*sched.Job) []string {
+		out := make([]string, len(js))
+		for i, j := range js {
+			out[i] = j.ID
+		}
+		return out
+	}
+	for seed := uint64(0); seed < propertyIterations; seed++ {
+		r := rand.New(rand.NewPCG(seed, 3))
+		s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
+		fresh, reused := sched.NewIndex(s), sc.Index(s)
+		for _, c := range []struct {
+			what string
+			a, b []*sched.Job
+		}{{"queued", fresh.Queued, reused.Queued}, {"running", fresh.Running, reused.Running}, {"suspending", fresh.Suspending, reused.Suspending}} {
+			if !slices.Equal(ids(c.a), ids(c.b)) {
+				t.Fatalf("seed %d: %s %v, reused scratch %v", seed, c.what, ids(c.a), ids(c.b))
+			}
+		}
+		if a, b := fresh.ReservedOn(), reused.ReservedOn(); !maps.Equal(a, b) {
+			t.Fatalf("seed %d: reserved %v, reused scratch %v", seed, a, b)
+		}
+		pa, pb := sched.NewPlan(s), sc.NewPlan(s)
+		pa.AdmitReserved()
+		pb.AdmitReserved()
+		for _, j := range pa.Index.Queued {
+			pa.Admit(j)
+			pb.Admit(pb.Index.Job(j.ID))
+		}
+		if a, b := pa.Decisions(), pb.Decisions(); !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d: decisions %+v, reused scratch %+v", seed, a, b)
+		}
+		buf = sched.SortInto(buf, s.Jobs, sched.CompareArrival)
+		if want := sched.Sorted(s.Jobs, sched.CompareArrival); !slices.Equal(ids(want), ids(buf)) {
+			t.Fatalf("seed %d: SortInto %v, Sorted %v", seed, ids(buf), ids(want))
+		}
 	}
 }

@@ -95,7 +95,7 @@ func NewView(s *Snapshot, ix *Index) *View {
 		}
 		v.bucketAdd(g, n)
 	}
-	for _, q := range ix.Queued {
+	for _, q := range ix.reserving {
 		if h := ix.Hold(q); len(h) > 0 {
 			if v.holds == nil {
 				v.holds = make(map[string][]Slot)

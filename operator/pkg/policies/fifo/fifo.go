@@ -23,7 +23,12 @@ type Options struct {
 // Jobs that never fit the cluster are skipped, not allowed to block the queue; a queued
 // job with a reservation starts there as soon as its GPUs are free and, until then,
 // blocks the queue like any head.
-type FIFO struct{ opts Options }
+type FIFO struct {
+	opts Options
+	// scratch and queue are reused from cycle to cycle (sched.Scratch).
+	scratch sched.Scratch
+	queue   []*sched.Job
+}
 
 var _ sched.Policy = (*FIFO)(nil)
 
@@ -36,8 +41,9 @@ func (f *FIFO) Name() string { return Name }
 // Schedule decides one cycle.
 func (f *FIFO) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan on the snapshot; the queue in arrival order.
-	p := sched.NewPlan(s)
-	queue := sched.Sorted(p.Index.Queued, sched.CompareArrival)
+	p := f.scratch.NewPlan(s)
+	f.queue = sched.SortInto(f.queue, p.Index.Queued, sched.CompareArrival)
+	queue := f.queue
 	// 2. Start jobs in order until one blocks.
 	for i, j := range queue {
 		switch p.Admit(j) {

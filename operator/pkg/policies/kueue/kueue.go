@@ -22,7 +22,11 @@ const Reason = "InClusterQueue"
 // (Kueue evicts the workload) and the GPUs they free are reserved for the job. Costs of
 // suspending are ignored. Suspending jobs are never preempted again; jobs that never fit
 // are skipped.
-type Kueue struct{}
+type Kueue struct {
+	// scratch, queue and cands are reused from cycle to cycle (sched.Scratch).
+	scratch      sched.Scratch
+	queue, cands []*sched.Job
+}
 
 var _ sched.Policy = (*Kueue)(nil)
 
@@ -33,18 +37,19 @@ func New() *Kueue { return &Kueue{} }
 func (*Kueue) Name() string { return Name }
 
 // Schedule decides one cycle.
-func (*Kueue) Schedule(s *sched.Snapshot) sched.Decisions {
+func (x *Kueue) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan on the snapshot.
-	p := sched.NewPlan(s)
+	p := x.scratch.NewPlan(s)
 	// 2. Queue: priority, then arrival.
-	queue := sched.Sorted(p.Index.Queued, func(a, b *sched.Job) int {
+	x.queue = sched.SortInto(x.queue, p.Index.Queued, func(a, b *sched.Job) int {
 		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
 			return c
 		}
 		return sched.CompareArrival(a, b)
 	})
+	queue := x.queue
 	// 3. Victims: lowest priority, then most recently admitted, then ID.
-	cands := sched.Sorted(p.Index.Running, func(a, b *sched.Job) int {
+	x.cands = sched.SortInto(x.cands, p.Index.Running, func(a, b *sched.Job) int {
 		if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
 			return c
 		}
@@ -53,6 +58,7 @@ func (*Kueue) Schedule(s *sched.Snapshot) sched.Decisions {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+	cands := x.cands
 	// 4. Start, preempting strictly lower priorities.
 	return sched.Preemptive{
 		Queue:      queue,

@@ -35,8 +35,9 @@ type Policy struct {
 	promote time.Time
 	// waiting is whether the last cycle left a job queued.
 	waiting bool
-	// buf holds a cycle's scratch slices between cycles (see buffers).
-	buf buffers
+	// buf holds a cycle's scratch slices between cycles (see buffers), scratch the core's.
+	buf     buffers
+	scratch sched.Scratch
 }
 
 var (
@@ -122,7 +123,7 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	// so nothing new fits and a saving can only have shrunk: skip the rest unless a
 	// protection has expired (a new possible victim), class aging promoted a waiting job (a
 	// new order) or Refresh has passed (see Options.Refresh).
-	plan := sched.NewPlan(s)
+	plan := p.scratch.NewPlan(s)
 	plan.AdmitReserved()
 	state := signature(s)
 	if !p.changed && state == p.state && !p.due(s.Now) {

@@ -14,7 +14,11 @@ const Name = "sjf"
 // by arrival). It never preempts. It is greedy: every job that fits in the free GPUs
 // starts, in that order, and a job that does not fit does not block shorter-ranked ones
 // behind it. Jobs that never fit are skipped; reserved jobs start first.
-type SJF struct{}
+type SJF struct {
+	// scratch and queue are reused from cycle to cycle (sched.Scratch).
+	scratch sched.Scratch
+	queue   []*sched.Job
+}
 
 var _ sched.Policy = (*SJF)(nil)
 
@@ -33,17 +37,18 @@ func service(j *sched.Job) time.Duration {
 }
 
 // Schedule decides one cycle.
-func (*SJF) Schedule(s *sched.Snapshot) sched.Decisions {
+func (x *SJF) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan; start what reservations hold.
-	p := sched.NewPlan(s)
+	p := x.scratch.NewPlan(s)
 	p.AdmitReserved()
 	// 2. Queue by service time.
-	queue := sched.Sorted(p.Index.Queued, func(a, b *sched.Job) int {
+	x.queue = sched.SortInto(x.queue, p.Index.Queued, func(a, b *sched.Job) int {
 		if c := compareDur(service(a), service(b)); c != 0 {
 			return c
 		}
 		return sched.CompareArrival(a, b)
 	})
+	queue := x.queue
 	// 3. Start whatever fits, until no GPU is free.
 	for _, j := range queue {
 		if p.View.FreeGPUs("") == 0 {

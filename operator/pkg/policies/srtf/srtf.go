@@ -21,7 +21,11 @@ const Reason = "ShorterRemaining"
 // sched.View.FindVictims). Victims are suspended now, paying the lost work that SRTF
 // ignores, and the GPUs they free are reserved for the job. Suspending jobs are never
 // preempted again; jobs that never fit are skipped.
-type SRTF struct{}
+type SRTF struct {
+	// scratch, queue and cands are reused from cycle to cycle (sched.Scratch).
+	scratch      sched.Scratch
+	queue, cands []*sched.Job
+}
 
 var _ sched.Policy = (*SRTF)(nil)
 
@@ -39,18 +43,19 @@ func remaining(j *sched.Job) time.Duration {
 }
 
 // Schedule decides one cycle.
-func (*SRTF) Schedule(s *sched.Snapshot) sched.Decisions {
+func (x *SRTF) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan on the snapshot.
-	p := sched.NewPlan(s)
+	p := x.scratch.NewPlan(s)
 	// 2. Queue: shortest remaining first.
-	queue := sched.Sorted(p.Index.Queued, func(a, b *sched.Job) int {
+	x.queue = sched.SortInto(x.queue, p.Index.Queued, func(a, b *sched.Job) int {
 		if c := cmp.Compare(remaining(a), remaining(b)); c != 0 {
 			return c
 		}
 		return sched.CompareArrival(a, b)
 	})
+	queue := x.queue
 	// 3. Victims: longest remaining first, then most recently started, then ID.
-	cands := sched.Sorted(p.Index.Running, func(a, b *sched.Job) int {
+	x.cands = sched.SortInto(x.cands, p.Index.Running, func(a, b *sched.Job) int {
 		if c := cmp.Compare(remaining(b), remaining(a)); c != 0 {
 			return c
 		}
@@ -59,6 +64,7 @@ func (*SRTF) Schedule(s *sched.Snapshot) sched.Decisions {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+	cands := x.cands
 	// 4. Start, preempting longer jobs for shorter ones.
 	return sched.Preemptive{
 		Queue:      queue,

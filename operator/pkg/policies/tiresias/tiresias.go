@@ -54,6 +54,9 @@ type Tiresias struct {
 	base map[string]time.Duration
 	// wake is the last cycle's NextWake.
 	wake time.Time
+	// scratch, queue and cands are reused from cycle to cycle (sched.Scratch).
+	scratch      sched.Scratch
+	queue, cands []*sched.Job
 }
 
 var (
@@ -130,7 +133,7 @@ func (t *Tiresias) promote(s *sched.Snapshot, ix *sched.Index) {
 // Schedule decides one cycle.
 func (t *Tiresias) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan; promote starving jobs.
-	p := sched.NewPlan(s)
+	p := t.scratch.NewPlan(s)
 	t.promote(s, p.Index)
 	// 2. Queue: queue index, then arrival.
 	order := func(a, b *sched.Job) int {
@@ -139,9 +142,11 @@ func (t *Tiresias) Schedule(s *sched.Snapshot) sched.Decisions {
 		}
 		return sched.CompareArrival(a, b)
 	}
-	queue := sched.Sorted(p.Index.Queued, order)
+	t.queue = sched.SortInto(t.queue, p.Index.Queued, order)
+	queue := t.queue
 	// 3. Victims: the reverse of the same order.
-	cands := sched.Sorted(p.Index.Running, order)
+	t.cands = sched.SortInto(t.cands, p.Index.Running, order)
+	cands := t.cands
 	slices.Reverse(cands)
 	// 4. Start, preempting jobs of lower queues.
 	d := sched.Preemptive{
@@ -166,9 +171,9 @@ func (t *Tiresias) NextWake() time.Time { return t.wake }
 // time only for jobs that hold GPUs, at their GPU count: those running now and those d
 // starts (from s.Now on). Waiting jobs' queues change only by promotion.
 func (t *Tiresias) nextWake(s *sched.Snapshot, ix *sched.Index, d *sched.Decisions) time.Time {
-	started := make(map[string]bool, len(d.Starts))
+	started := make(map[string]int32, len(d.Starts)) // GPUs of each job started
 	for _, st := range d.Starts {
-		started[st.JobID] = true
+		started[st.JobID] = sched.PlacementGPUs(st.Placement)
 	}
 	var wake time.Time
 	earliest := func(at time.Time) {
@@ -178,7 +183,7 @@ func (t *Tiresias) nextWake(s *sched.Snapshot, ix *sched.Index, d *sched.Decisio
 	}
 	waiting := false
 	for _, j := range ix.Queued {
-		if started[j.ID] {
+		if _, ok := started[j.ID]; ok {
 			continue
 		}
 		waiting = true
@@ -204,9 +209,9 @@ func (t *Tiresias) nextWake(s *sched.Snapshot, ix *sched.Index, d *sched.Decisio
 	for _, j := range ix.Running {
 		cross(j, j.GPUs())
 	}
-	for _, st := range d.Starts {
-		if j := ix.Job(st.JobID); j != nil {
-			cross(j, sched.PlacementGPUs(st.Placement))
+	for _, j := range ix.Queued {
+		if g, ok := started[j.ID]; ok {
+			cross(j, g)
 		}
 	}
 	return wake
