@@ -40,7 +40,11 @@ func (r *recorder) Schedule(snap *sched.Snapshot) sched.Decisions {
 	t := snap.Now.Sub(Epoch)
 	if r.at[t] {
 		for _, j := range snap.Jobs {
-			r.seen[j.ID+"@"+t.String()] = *j
+			// The first cycle at t; a cycle that follows decisions at the same instant sees
+			// their effect.
+			if _, ok := r.seen[j.ID+"@"+t.String()]; !ok {
+				r.seen[j.ID+"@"+t.String()] = *j
+			}
 		}
 	}
 	return r.Policy.Schedule(snap)

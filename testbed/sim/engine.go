@@ -297,9 +297,15 @@ func (e *Engine) step(t time.Duration) error {
 		return err
 	}
 
-	// 6. Record the time series; ask the policy when to look again without an event, and
-	// with a Tick poll keep ticking while jobs wait.
+	// 6. Record the time series; run the next cycle at once if this one started or
+	// preempted a job and a job still waits (a decision is an event, as its writes are in
+	// the operator; a reservation re-issued is not); ask the
+	// policy when to look again without an event; with a Tick poll keep ticking while jobs
+	// wait.
 	e.series.Record(t, e.used, e.queued)
+	if called && len(d.Starts)+len(d.Preemptions) > 0 && (e.queued > 0 || e.growable()) {
+		e.q.push(event{at: t, kind: evDecided})
+	}
 	if called {
 		e.scheduleWake(t)
 	}

@@ -12,6 +12,10 @@ const (
 	evReservationTimeout
 	// evWake is a wake-up the policy asked for (sched.Waker); gen is the engine's wakeGen.
 	evWake
+	// evDecided follows a cycle that decided something, at the same instant: the
+	// decisions changed the snapshot (a started job may now be a victim), as their writes
+	// trigger the operator's next cycle.
+	evDecided
 )
 
 // event is a scheduled event. gen must match the job's generation (or reservation

@@ -91,3 +91,45 @@ func TestTiresiasDemotesAtTheCrossing(t *testing.T) {
 		}
 	}
 }
+
+// TestCycleFollowsDecisions: a cycle that started or preempted a job is followed at the
+// same instant by another, as the operator's writes trigger its next cycle: here the job a
+// cycle starts becomes a victim at once, not at the next event (its own end, 1,000 s on).
+func TestCycleFollowsDecisions(t *testing.T) {
+	jobs := []traces.Job{
+		simtest.MakeTraceJob("long").Gang(1, 4).Duration(1000 * s).Epochs(10).Checkpoint(2e9).Obj(),
+		simtest.MakeTraceJob("short").Gang(1, 4).Duration(10 * s).Epochs(1).Checkpoint(2e9).Obj(),
+	}
+	slot := []sched.Slot{{Node: "node-0", Workers: 1, GPUs: 4}}
+	// The policy starts long when the node is free and nothing is reserved; with long
+	// running and short waiting it preempts long for short; short starts on its reservation.
+	p := &simtest.Func{PolicyName: "starts-then-preempts", F: func(snap *sched.Snapshot) sched.Decisions {
+		by := map[string]*sched.Job{}
+		for _, j := range snap.Jobs {
+			by[j.ID] = j
+		}
+		long, short := by["long"], by["short"]
+		free := snap.Nodes[0].Used == 0
+		switch {
+		case short != nil && short.Phase == sched.Queued && short.Reserved != nil && free:
+			return sched.Decisions{Starts: []sched.Start{{JobID: "short", Placement: slot}}}
+		case long != nil && long.Phase == sched.Queued && free && (short == nil || short.Reserved == nil):
+			return sched.Decisions{Starts: []sched.Start{{JobID: "long", Placement: slot}}}
+		case long != nil && long.Phase == sched.Running && short != nil && short.Phase == sched.Queued && short.Reserved == nil:
+			return sched.Decisions{
+				Preemptions:  []sched.Preemption{{JobID: "long", Mode: sched.SuspendNow, For: "short", Reason: "Test"}},
+				Reservations: []sched.Reservation{{JobID: "short", Placement: slot}},
+			}
+		}
+		return sched.Decisions{}
+	}}
+	r := run(t, simtest.Cluster(1, 4), jobs, p, handConfig())
+	got := map[string]time.Duration{}
+	for _, j := range r.Jobs {
+		got[j.ID] = j.FirstStart
+	}
+	// long starts at 0 and is preempted at 0; its GPUs free after the 30 s grace period.
+	if got["long"] != 0 || got["short"] != 30*s {
+		t.Errorf("first starts %v, want long at 0 and short at 30s (preempted in the cycle after long started)", got)
+	}
+}
