@@ -19,12 +19,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/traces"
 )
 
@@ -92,7 +94,7 @@ func run(args []string, out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tpolicy\tjobs\tevents/job\tcycles\twall s\tmax RSS MiB\t")
 	for _, sp := range specs {
-		if *only != "" && !contains(strings.Split(*only, ","), sp.name) {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), sp.name) {
 			continue
 		}
 		trace, err := resolve(*bin, *dir, tmp, sp)
@@ -101,9 +103,7 @@ func run(args []string, out io.Writer) error {
 		}
 		names := strings.Split(sp.policies, ",")
 		if sp.policies == "" {
-			if names, err = registered(*bin); err != nil {
-				return err
-			}
+			names = policies.Names()
 		}
 		for _, p := range names {
 			rs, err := simulate(*bin, trace, sp.cluster, p, filepath.Join(tmp, sp.name+"-"+p))
@@ -128,15 +128,6 @@ func run(args []string, out io.Writer) error {
 		}
 	}
 	return tw.Flush()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.TrimSpace(x) == s {
-			return true
-		}
-	}
-	return false
 }
 
 // resolve returns the trace file of a run, generating it for "generated:LOAD".
@@ -168,23 +159,9 @@ func resolve(bin, dir, tmp string, sp spec) (string, error) {
 	return path, nil
 }
 
-// registered lists the registered policies from the binary's own help.
-func registered(bin string) ([]string, error) {
-	b, err := exec.Command(bin, "simulate", "--help").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("%s simulate --help: %w", bin, err)
-	}
-	_, rest, ok := strings.Cut(string(b), "registered one (")
-	list, _, ok2 := strings.Cut(rest, ")")
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("%s simulate --help names no registered policies", bin)
-	}
-	return strings.Split(list, ","), nil
-}
-
 // simulate runs one simulate process and reads its results.json.
-func simulate(bin, trace, cluster, policies, out string) ([]result, error) {
-	cmd := exec.Command(bin, "simulate", "--trace", trace, "--cluster", cluster, "--policies", policies, "--out", out)
+func simulate(bin, trace, cluster, names, out string) ([]result, error) {
+	cmd := exec.Command(bin, "simulate", "--trace", trace, "--cluster", cluster, "--policies", names, "--out", out)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	start := time.Now()
