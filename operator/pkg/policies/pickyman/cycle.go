@@ -40,8 +40,11 @@ type cycle struct {
 	// ahead counts, per GPU model, the GPUs of the waiting jobs already passed in this
 	// cycle's order that found neither free GPUs nor victims; freed reads the running
 	// jobs' GPUs per model in end order (QueueWait only).
-	ahead   map[string]int64
-	freed   map[string]*freed
+	ahead map[string]int64
+	freed map[string]*freed
+	// starved holds the GPU models ("" for any) of the waiting jobs this cycle leaves
+	// without GPUs: no elastic job grows into GPUs they could use (grow).
+	starved map[string]bool
 	scratch []*sched.Job
 	// hasElastic caches anyElastic: 0 unknown, 1 yes, -1 no.
 	hasElastic int8

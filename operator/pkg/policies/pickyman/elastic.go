@@ -286,9 +286,26 @@ func freedSlots(freed map[string]int32) []sched.Slot {
 	return out
 }
 
-// grow lets elastic running jobs take idle GPUs while nobody waits: each job below its
-// maximum size, longest predicted remaining time first, grows by as many workers as fit in
-// the free GPUs, if the time it saves, rem x (1 - t(W')/t(W)), exceeds Gain x its resize
+// unserved records that waiting job q is left without GPUs in this cycle.
+func (c *cycle) unserved(q *sched.Job) {
+	if c.starved == nil {
+		c.starved = map[string]bool{}
+	}
+	c.starved[q.GPUModel] = true
+}
+
+// mayGrow reports whether no waiting job left without GPUs could use the GPUs elastic job
+// j would grow into: those of its model, or any GPU if it asks for none.
+func (c *cycle) mayGrow(j *sched.Job) bool {
+	if j.GPUModel == "" {
+		return len(c.starved) == 0
+	}
+	return !c.starved[""] && !c.starved[j.GPUModel]
+}
+
+// grow lets elastic running jobs take idle GPUs that no waiting job left without GPUs could
+// use (mayGrow): each job below its maximum size, longest predicted remaining time first,
+// grows by as many workers as fit in the free GPUs, if the time it saves, rem x (1 - t(W')/t(W)), exceeds Gain x its resize
 // overhead (checkpoint write and restart, weighted like a preemption's). Jobs warming up
 // or within their protection after a (re)start are left alone, so a job is not resized
 // again before it has run.
@@ -301,7 +318,7 @@ func (c *cycle) grow() {
 	var gs []growCand
 	for _, j := range c.plan.Index.Running {
 		_, hi := j.Sizes()
-		if !c.elastic(j) || j.Workers >= hi || c.plan.Preempted(j.ID) {
+		if !c.elastic(j) || j.Workers >= hi || c.plan.Preempted(j.ID) || !c.mayGrow(j) {
 			continue
 		}
 		if until := later(j.LastStart.Add(c.opts.Protect), j.WarmUntil); c.now.Before(until) {

@@ -114,8 +114,8 @@ type waiting struct {
 //     the first MaxConsidered that do not, shrink elastic running jobs (shrink) or look for
 //     a victim group among the running jobs not yet assigned and preempt it (divide), if
 //     it pays;
-//  5. if no waiting job is left without GPUs, let elastic running jobs grow into the idle
-//     GPUs (grow);
+//  5. let elastic running jobs grow into the idle GPUs that no waiting job left without
+//     GPUs could use (grow);
 //  6. set each victim's suspend mode and record the overheads expected.
 func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan; reservations first. Without an event since the last full cycle and with the
@@ -137,14 +137,16 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 3. Order.
 	queue := c.order(plan.Index.Queued)
 	// 4. Start and divide.
-	considered, unserved := 0, 0
+	considered := 0
 	for i, w := range queue {
 		if c.built && c.left == 0 && plan.View.FreeGPUs("") == 0 {
-			unserved += len(queue) - i
+			for _, rest := range queue[i:] {
+				c.unserved(rest.j)
+			}
 			break
 		}
 		if considered >= p.opts.MaxConsidered && !c.mayStart(w.j) && !c.elastic(w.j) {
-			unserved++
+			c.unserved(w.j)
 			continue // no victim search left and it cannot start: Admit would not start it
 		}
 		if plan.Pending(w.j) {
@@ -161,7 +163,7 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 			continue
 		}
 		if considered >= p.opts.MaxConsidered {
-			unserved++
+			c.unserved(w.j)
 			continue
 		}
 		considered++
@@ -171,7 +173,7 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 			}
 		}
 		if !c.divide(w) {
-			unserved++
+			c.unserved(w.j)
 			if p.opts.QueueWait {
 				if c.ahead == nil {
 					c.ahead = map[string]int64{}
@@ -180,13 +182,17 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 			}
 		}
 	}
-	// 5. Growth into idle GPUs.
-	if unserved == 0 && !p.opts.Rigid && plan.View.FreeGPUs("") > 0 {
+	// 5. Growth into idle GPUs no waiting job is left without.
+	if !c.starved[""] && !p.opts.Rigid && plan.View.FreeGPUs("") > 0 {
 		c.grow()
 	}
 	// 6. Modes and expectations.
 	d := plan.Decisions()
 	p.waiting = len(plan.Index.Queued) > len(d.Starts)
+	// A decision shows in the next snapshot only once it was carried out (the operator's
+	// write can fail: a conflict, a rejected validation); until then the next cycle is full,
+	// so that it decides again rather than skip an unchanged snapshot.
+	p.changed = len(d.Starts)+len(d.Preemptions)+len(d.Reservations) > 0
 	for i := range d.Preemptions {
 		pr := &d.Preemptions[i]
 		if pr.Resize != nil {

@@ -222,38 +222,50 @@ func queueWaitJobs() []*sched.Job {
 }
 
 // TestUnchangedCycleSkipped checks that a cycle with no state-changing event since the
-// last full one, within Refresh, decides nothing new, and that an arrival or Refresh
-// passing makes the next cycle full again; without Refresh (the default) no wake-up is
-// asked for, since nothing protected or aging can change the decision.
+// last full one, within Refresh, decides nothing new when that one decided nothing, and that
+// an arrival or Refresh passing makes the next cycle full again; without Refresh (the
+// default) no wake-up is asked for, since nothing protected or aging can change the
+// decision. Here long's preemption budget is spent in the first snapshot and not in the
+// later ones, a change no event reports: only a full cycle sees it.
 func TestUnchangedCycleSkipped(t *testing.T) {
 	const h = time.Hour
-	mk := func(at time.Time) *sched.Snapshot {
+	mk := func(at time.Time, spent bool) *sched.Snapshot {
+		long := epochJob("long", "a", 4, h, 20, 2, 5*time.Minute).Obj()
+		if spent {
+			long.Preemptions = DefaultOptions().Budget
+		}
 		return utiltesting.MakeSnapshot(at).Nodes(utiltesting.MakeNode("a", 4).Obj()).Jobs(
-			epochJob("long", "a", 4, h, 20, 2, 5*time.Minute).Obj(),
-			waitingJob("short", 1, 4, 10*time.Minute).Obj(),
+			long, waitingJob("short", 1, 4, 10*time.Minute).Obj(),
 		).Obj()
 	}
 	o := DefaultOptions()
 	o.Refresh = 10 * time.Minute
 	p := New(o)
-	if d := p.Schedule(mk(now)); len(d.Preemptions) != 1 {
-		t.Fatalf("first cycle: %+v, want one preemption", d)
+	if d := p.Schedule(mk(now, true)); len(d.Preemptions) != 0 {
+		t.Fatalf("first cycle: %+v, want nothing (long's budget is spent)", d)
 	}
 	if w := p.NextWake(); !w.Equal(now.Add(o.Refresh)) {
 		t.Errorf("NextWake = %v, want Refresh after the cycle (%v)", w, now.Add(o.Refresh))
 	}
-	if d := p.Schedule(mk(now.Add(time.Minute))); len(d.Preemptions) != 0 {
+	if d := p.Schedule(mk(now.Add(time.Minute), false)); len(d.Preemptions) != 0 {
+		t.Errorf("unchanged cycle decided %+v, want nothing", d)
+	}
+	if d := p.Schedule(mk(now.Add(o.Refresh), false)); len(d.Preemptions) != 1 {
+		t.Errorf("cycle after Refresh: %+v, want one preemption", d)
+	}
+
+	p = New(o)
+	p.Schedule(mk(now, true))
+	if d := p.Schedule(mk(now.Add(time.Minute), false)); len(d.Preemptions) != 0 {
 		t.Errorf("unchanged cycle decided %+v, want nothing", d)
 	}
 	p.Observe(sched.Event{Kind: sched.EventSubmitted, Time: now.Add(time.Minute), Job: waitingJob("x", 1, 1, h).Obj()})
-	if d := p.Schedule(mk(now.Add(2 * time.Minute))); len(d.Preemptions) != 1 {
+	if d := p.Schedule(mk(now.Add(2*time.Minute), false)); len(d.Preemptions) != 1 {
 		t.Errorf("cycle after an arrival: %+v, want one preemption", d)
 	}
-	if d := p.Schedule(mk(now.Add(2*time.Minute + o.Refresh))); len(d.Preemptions) != 1 {
-		t.Errorf("cycle after Refresh: %+v, want one preemption", d)
-	}
+
 	p = New(DefaultOptions())
-	p.Schedule(mk(now))
+	p.Schedule(mk(now, true))
 	if w := p.NextWake(); !w.IsZero() {
 		t.Errorf("default options: NextWake = %v, want none (no Refresh, nothing protected, one class)", w)
 	}

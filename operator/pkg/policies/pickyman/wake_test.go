@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -63,5 +64,66 @@ func TestPromotionWakesTheCycle(t *testing.T) {
 	}
 	if !p.due(now.Add(40*time.Minute)) || p.due(now.Add(39*time.Minute)) {
 		t.Errorf("due: a cycle must be full from low's promotion on, and not before")
+	}
+}
+
+// TestUndoneDecisionIsDecidedAgain: the operator may fail to carry a decision out (a write
+// conflict, a rejected validation), and then the next snapshot is the one the decision was
+// made on. That cycle must decide again, not skip the snapshot as unchanged.
+func TestUndoneDecisionIsDecidedAgain(t *testing.T) {
+	p := New(DefaultOptions())
+	q := waitingJob("q", 1, 4, 10*time.Minute).Obj()
+	snap := func(at time.Time) *sched.Snapshot {
+		return &sched.Snapshot{Now: at, Nodes: []sched.Node{{Name: "a", GPUs: 4}}, Jobs: []*sched.Job{q}}
+	}
+	for i, at := range []time.Time{now, now.Add(time.Second), now.Add(time.Minute)} {
+		if d := p.Schedule(snap(at)); len(d.Starts) != 1 || d.Starts[0].JobID != "q" {
+			t.Fatalf("cycle %d on the same snapshot: want q started, got %+v", i, d)
+		}
+	}
+}
+
+// TestGrowthBesideAnotherModelsQueue: a waiting job left without GPUs of its model stops
+// elastic jobs from growing into GPUs it could use, not into those of another model.
+func TestGrowthBesideAnotherModelsQueue(t *testing.T) {
+	grower := elasticJob("e", 4, 8, 30*time.Minute, "a", "a", "a", "a")
+	grower.GPUModel = "A100"
+	grower.Preemptions = DefaultOptions().Budget // no victim either, but it may grow
+	busy := epochJob("busy", "b", 4, time.Hour, 20, 2, 5*time.Minute).GPUModel("V100").Obj()
+	busy.LastStart = now.Add(-time.Minute) // protected: no victim for the waiting job
+	busy.WarmUntil = busy.LastStart
+	tests := map[string]struct {
+		waiting string // the waiting job's GPU model
+		grows   bool
+	}{
+		"a waiting V100 job does not stop an A100 job from growing": {waiting: "V100", grows: true},
+		"a waiting A100 job does":                                   {waiting: "A100"},
+		"a waiting job of any model does":                           {waiting: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			per := int32(8) // fits on a, but not beside e
+			if tc.waiting == "V100" {
+				per = 4 // fits on b, but not beside busy
+			}
+			q := waitingJob("q", 1, per, 10*time.Minute).GPUModel(tc.waiting).Obj()
+			s := utiltesting.MakeSnapshot(now).Nodes(
+				utiltesting.MakeNode("a", 8).Model("A100").Obj(),
+				utiltesting.MakeNode("b", 4).Model("V100").Obj(),
+			).Jobs(grower, busy, q).Obj()
+			d := New(DefaultOptions()).Schedule(s)
+			if err := sched.Validate(s, d); err != nil {
+				t.Fatalf("invalid decisions: %v", err)
+			}
+			grew := false
+			for _, pr := range d.Preemptions {
+				if pr.JobID == "e" && pr.Reason == ReasonGrow {
+					grew = true
+				}
+			}
+			if grew != tc.grows || len(d.Starts) != 0 {
+				t.Errorf("grew = %v, want %v; decisions %+v", grew, tc.grows, d)
+			}
+		})
 	}
 }
