@@ -70,6 +70,7 @@ type source interface {
 
 type reader struct {
 	format  Format
+	name    string
 	src     source
 	closer  io.Closer
 	seed    int64
@@ -104,11 +105,43 @@ func (r *reader) Next() (Job, error) {
 			return Job{}, err
 		}
 		j.Submit -= r.base
+		if j.Submit < 0 || j.Submit > maxDuration {
+			return Job{}, r.submitError(j)
+		}
 		if r.synth {
 			synthesize(&j, r.seed)
 		}
 		return j, nil
 	}
+}
+
+// submitError says why j's submit time, counted from the trace's start, is out of range:
+// before Options.Start, or more than 100 years after the start (a corrupt timestamp; the
+// simulator's clock and sums of times would overflow).
+func (r *reader) submitError(j Job) error {
+	col, json := submitColumn(r.format)
+	why := fmt.Errorf("submit time %.1f years after the trace's start exceeds 100 years", float64(j.Submit)/float64(365*24*time.Hour))
+	if j.Submit < 0 {
+		why = fmt.Errorf("submit time %s before the trace's start (Options.Start)", (-j.Submit).Round(time.Second))
+	}
+	return &ParseError{File: r.name, Line: j.Line, Column: col, JSON: json, Err: why}
+}
+
+// submitColumn names the column (or JSON field) a format's submit time comes from.
+func submitColumn(f Format) (col string, json bool) {
+	switch f {
+	case FormatPhillyJSON:
+		return "submitted_time", true
+	case FormatPhillyCSV:
+		return "timestamp", false
+	case FormatPAI:
+		return "start_time", false
+	case FormatOpenB:
+		return "creation_time", false
+	case FormatPickyman:
+		return "submit_s", false
+	}
+	return "submit_time", false
 }
 
 // Open opens a trace file, detects (or takes) its format, and returns a reader whose jobs
@@ -188,7 +221,7 @@ func newReader(rs io.ReadSeeker, name, path string, opts Options) (*reader, erro
 // startReader finds the submit base (for absolute formats) and opens the source.
 func startReader(rs io.ReadSeeker, name string, format Format, open openFunc, absolute bool, opts Options) (*reader, error) {
 	var err error
-	r := &reader{format: format, seed: opts.Seed, synth: format != FormatPickyman}
+	r := &reader{format: format, name: name, seed: opts.Seed, synth: format != FormatPickyman}
 	if absolute {
 		if !opts.Start.IsZero() {
 			r.base = opts.Start.Sub(time.Unix(0, 0))

@@ -117,13 +117,17 @@ const timeLayout = "2006-01-02 15:04:05"
 // and returns the time as an offset from the Unix epoch.
 func parseTimestamp(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
-	if d, ok := parseLayoutFast(t); ok {
-		return d, nil
+	d, ok := parseLayoutFast(t)
+	if !ok {
+		tm, err := time.Parse(timeLayout, t)
+		ok = err == nil
+		d = tm.Sub(time.Unix(0, 0))
 	}
-	if tm, err := time.Parse(timeLayout, t); err == nil {
-		d := tm.Sub(time.Unix(0, 0))
+	if ok {
+		// Both paths: time.Time.Sub saturates, so a year such as 0001 or 9999 reads as
+		// about 290 years and would overflow any sum.
 		if d > maxDuration || d < -maxDuration {
-			return 0, fmt.Errorf("timestamp out of range %q", s)
+			return 0, fmt.Errorf("timestamp out of range %q (more than 100 years from 1970)", s)
 		}
 		return d, nil
 	}

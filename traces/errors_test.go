@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadErrors(t *testing.T) {
@@ -19,6 +20,37 @@ func TestReadErrors(t *testing.T) {
 			name:    "philly.csv",
 			content: phillyHeader + "2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 07:01:55,66.0,x,66.0,a\n",
 			wantErr: `philly.csv:3: column "num_gpus": invalid integer "x"`, wantLine: 3,
+		},
+		"a year beyond the range": {
+			name:    "philly.csv",
+			content: phillyHeader + "2017-10-09 07:01:55,66.0,1,66.0,a\n9999-12-31 00:00:00,66.0,1,66.0,a\n",
+			wantErr: `philly.csv:3: column "timestamp": timestamp out of range "9999-12-31 00:00:00" (more than 100 years from 1970)`, wantLine: 3,
+		},
+		"a year before the range": {
+			name:    "philly.csv",
+			content: phillyHeader + "0001-01-01 00:00:00,66.0,1,66.0,a\n",
+			wantErr: `philly.csv:2: column "timestamp": timestamp out of range "0001-01-01 00:00:00" (more than 100 years from 1970)`, wantLine: 2,
+		},
+		"a trace spanning more than 100 years": {
+			name:    "philly.csv",
+			content: phillyHeader + "1900-01-01 00:00:00,66.0,1,66.0,a\n2060-01-01 00:00:00,66.0,1,66.0,a\n",
+			wantErr: `philly.csv:3: column "timestamp": submit time 160.1 years after the trace's start exceeds 100 years`, wantLine: 3,
+		},
+		"a submit time before Options.Start": {
+			name:    "philly.csv",
+			content: phillyHeader + "2017-10-09 07:01:55,66.0,1,66.0,a\n",
+			opts:    Options{Start: time.Date(2017, 10, 9, 8, 0, 0, 0, time.UTC)},
+			wantErr: `philly.csv:2: column "timestamp": submit time 58m5s before the trace's start (Options.Start)`, wantLine: 2,
+		},
+		"philly json year 9999": {
+			name:    "log.json",
+			content: "[\n{\"jobid\": \"a\", \"submitted_time\": \"9999-01-01 00:00:00\", \"attempts\": []}\n]",
+			wantErr: `log.json:2: field "submitted_time": timestamp out of range "9999-01-01 00:00:00" (more than 100 years from 1970)`, wantLine: 2,
+		},
+		"pickyman negative submit": {
+			name:    "p.csv",
+			content: strings.Join(pickymanColumns, ",") + "\n" + "a,-1,10,1,1,1,,,,0,low,,m,1,10,1,1,\n",
+			wantErr: `p.csv:2: column "submit_s": negative submit time "-1"`, wantLine: 2,
 		},
 		"invalid timestamp": {
 			name:    "philly.csv",

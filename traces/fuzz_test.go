@@ -22,6 +22,9 @@ func fuzzFormat(f *testing.F, format Format, seeds ...string) {
 			if err != nil {
 				return
 			}
+			if j.Submit < 0 || j.Submit > maxDuration || j.Duration < 0 || j.Duration > maxDuration {
+				t.Fatalf("job %s line %d: submit %v, duration %v: want both in [0, %v]", j.ID, j.Line, j.Submit, j.Duration, maxDuration)
+			}
 			if format != FormatPickyman {
 				checkInvariants(t, j)
 			}

@@ -112,8 +112,12 @@ func paiFormat(demand map[string]*paiDemand) *csvFormat {
 				return Job{}, errSkip
 			}
 			start, end := r.ts("start_time"), r.ts("end_time")
-			if r.err == nil && end < start {
+			switch {
+			case r.err != nil:
+			case end < start:
 				r.failf("end_time", "end before start (%s < %s)", r.str("end_time"), r.str("start_time"))
+			case end-start > maxDuration:
+				r.failf("end_time", "ends more than 100 years after its start (%s)", r.str("start_time"))
 			}
 			j.Submit, j.Duration = start, end-start
 			j.GPUs = r.checkGPUs("job_name", d.gpus)

@@ -117,8 +117,16 @@ func parsePickyman(r *row) (Job, error) {
 		return j, nil
 	}
 	switch {
+	case j.Submit < 0:
+		r.failf("submit_s", "negative submit time %q", r.str("submit_s"))
+	case j.Submit > maxDuration:
+		r.failf("submit_s", "submit time out of range %q (more than 100 years)", r.str("submit_s"))
 	case j.Duration < 0:
 		r.failf("duration_s", "negative duration %q", r.str("duration_s"))
+	case j.Duration > maxDuration:
+		r.failf("duration_s", "duration out of range %q (more than 100 years)", r.str("duration_s"))
+	case j.EpochTime > maxDuration:
+		r.failf("epoch_time_s", "epoch time out of range %q (more than 100 years)", r.str("epoch_time_s"))
 	case j.Workers <= 0 || j.GPUsPerWorker <= 0 || int64(j.Workers)*int64(j.GPUsPerWorker) != int64(j.GPUs):
 		r.failf("workers", "workers x gpus_per_worker (%d x %d) != gpus (%d)", j.Workers, j.GPUsPerWorker, j.GPUs)
 	case j.Epochs < 0:
