@@ -72,6 +72,8 @@ func TestParse(t *testing.T) {
 		"unknown policy":          {in: "policy: {name: lottery}\n", wantErr: `policy.name: Unsupported value: "lottery"`},
 		"duplicate queue":         {in: "queues: [{name: a}, {name: a}]\n", wantErr: `queues[1].name: Duplicate value: "a"`},
 		"bad queue name":          {in: "queues: [{name: A_B}]\n", wantErr: `queues[0].name: Invalid value: "A_B"`},
+		"bad queue namespace":     {in: "queues: [{name: a, namespaces: [team_a]}]\n", wantErr: `queues[0].namespaces[0]: Invalid value: "team_a"`},
+		"duplicate namespace":     {in: "queues: [{name: a, namespaces: [x, x]}]\n", wantErr: `queues[0].namespaces[1]: Duplicate value: "x"`},
 		"negative bandwidth":      {in: "overhead: {readBytesPerSecond: -1}\n", wantErr: "overhead.readBytesPerSecond: Invalid value: -1: must be positive"},
 		"negative preemptions":    {in: "protection: {maxPreemptions: -2}\n", wantErr: "protection.maxPreemptions"},
 		"client connection defaults": {

@@ -56,6 +56,10 @@ type Queue struct {
 	// Priority is the default priority of the queue's jobs; a job's PriorityClass
 	// overrides it.
 	Priority int32 `json:"priority,omitempty"`
+	// Namespaces, if set, are the only namespaces whose jobs may use the queue: the
+	// webhook refuses a job of any other namespace that names it (as a Kueue LocalQueue
+	// binds a ClusterQueue to a namespace). Empty: every namespace may.
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // Overhead holds the default parameters of the overhead model.

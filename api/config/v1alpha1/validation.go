@@ -23,6 +23,17 @@ func (c *Configuration) Validate(validatePolicy PolicyValidator) field.ErrorList
 			errs = append(errs, field.Duplicate(p, q.Name))
 		}
 		seen[q.Name] = true
+		nss := map[string]bool{}
+		for j, ns := range q.Namespaces {
+			np := qp.Index(i).Child("namespaces").Index(j)
+			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(np, ns, msgs[0]))
+			}
+			if nss[ns] {
+				errs = append(errs, field.Duplicate(np, ns))
+			}
+			nss[ns] = true
+		}
 	}
 	errs = append(errs, validatePolicy(c.Policy, field.NewPath("policy"))...)
 	op := field.NewPath("overhead")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/pickyman/pickyman/operator/pkg/jobframework/kinds"
@@ -168,16 +169,8 @@ func (v *Validator) validate(ctx context.Context, job jobframework.GenericJob) f
 	var errs field.ErrorList
 	obj := job.Object()
 	spec := field.NewPath("spec")
-	q := obj.GetLabels()[v1alpha1.LabelQueue]
-	known := false
-	var names []string
-	for _, cq := range v.Config.Queues {
-		known = known || cq.Name == q
-		names = append(names, cq.Name)
-	}
-	if !known {
-		errs = append(errs, field.NotSupported(queuePath, q, names))
-	}
+	errs = append(errs, v.checkQueue(obj)...)
+	errs = append(errs, forgedAnnotations(job)...)
 	sets, err := job.PodSets(v.Config.GPUResource, v.Config.GPUProductLabel)
 	if err != nil {
 		if agg, ok := err.(interface{ Errors() []error }); ok {
@@ -240,6 +233,13 @@ func (v *Validator) fitsSomeNode(ctx context.Context, job jobframework.GenericJo
 func (v *Validator) validateUpdate(ctx context.Context, old, job jobframework.GenericJob) (field.ErrorList, error) {
 	a := &v1alpha1.Allocation{}
 	obj := job.Object()
+	if oq, nq := old.Object().GetLabels()[v1alpha1.LabelQueue], obj.GetLabels()[v1alpha1.LabelQueue]; oq != nq && jobframework.Managed(obj) {
+		// A job not yet admitted may move to another queue, but only to one that exists
+		// and takes its namespace.
+		if errs := v.checkQueue(obj); len(errs) > 0 {
+			return errs, nil
+		}
+	}
 	err := v.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: jobframework.AllocationName(v.Integration.GVK.Kind, obj.GetName())}, a)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -275,4 +275,46 @@ func shape(sets []v1alpha1.PodSet) string {
 		s += fmt.Sprintf("%d %s x %d GPUs", p.Count, p.Name, p.GPUsPerPod)
 	}
 	return s
+}
+
+// forgedAnnotations refuses pod templates that carry the annotations only the node agent
+// (progress, checkpoint acknowledgement) or the operator (checkpoint request) write on
+// running pods: the API server would refuse the pods (config/agent/admission_policy.yaml),
+// so the job is refused at once, naming the field.
+func forgedAnnotations(job jobframework.GenericJob) field.ErrorList {
+	var errs field.ErrorList
+	templates := job.PodTemplates()
+	sets := make([]string, 0, len(templates))
+	for name := range templates {
+		sets = append(sets, name)
+	}
+	slices.Sort(sets)
+	for _, name := range sets {
+		for _, k := range []string{agentv1alpha1.AnnotationProgress, agentv1alpha1.AnnotationCheckpointAck, agentv1alpha1.AnnotationCheckpointRequest} {
+			if _, ok := templates[name].Annotations[k]; ok {
+				p := jobframework.PodSetPath(job, name).Child("template", "metadata", "annotations").Key(k)
+				errs = append(errs, field.Forbidden(p, "only the node agent and the operator write it, on running pods"))
+			}
+		}
+	}
+	return errs
+}
+
+// checkQueue checks that the job's queue exists and takes jobs from its namespace.
+func (v *Validator) checkQueue(obj client.Object) field.ErrorList {
+	q := obj.GetLabels()[v1alpha1.LabelQueue]
+	var names []string
+	for i := range v.Config.Queues {
+		cq := &v.Config.Queues[i]
+		if cq.Name != q {
+			names = append(names, cq.Name)
+			continue
+		}
+		if !cq.Admits(obj.GetNamespace()) {
+			return field.ErrorList{field.Forbidden(queuePath, fmt.Sprintf("queue %q takes jobs only from the namespaces %s, not from %q",
+				q, strings.Join(cq.Namespaces, ", "), obj.GetNamespace()))}
+		}
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(queuePath, q, names)}
 }

@@ -56,7 +56,7 @@ func node(name string, gpus int64, product string) *corev1.Node {
 
 func validator(t *testing.T, objs ...client.Object) *Validator {
 	s := scheme(t)
-	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}, {Name: "high"}}}
+	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}, {Name: "high"}, {Name: "team-a", Priority: 100, Namespaces: []string{"a", "a-dev"}}}}
 	conf.Default()
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
 	return &Validator{Integration: pytorchjob.Integration, Decoder: admission.NewDecoder(s), Client: c, Config: conf}
@@ -76,6 +76,14 @@ func TestValidateCreate(t *testing.T) {
 		"fits no model":  {job: utiltesting.MakePyTorchJob("j", "ns").Master(8).GPUProduct("nvidia.com/gpu.product", "H100").Obj(), want: []string{`model "H100"`, "has 4 GPUs"}},
 		"uneven gang":    {job: utiltesting.MakePyTorchJob("j", "ns").Master(1).Workers(2, 4).Obj(), want: []string{"one GPU count"}},
 		"bad annotation": {job: utiltesting.MakePyTorchJob("j", "ns").Annotation(v1alpha1.AnnotationEpochs, "x").Obj(), want: []string{v1alpha1.AnnotationEpochs}},
+		"queue of other namespaces": {job: utiltesting.MakePyTorchJob("j", "ns").Queue("team-a").Obj(),
+			want: []string{"metadata.labels[pickyman.dev/queue]", `queue "team-a" takes jobs only from the namespaces a, a-dev, not from "ns"`}},
+		"queue of its namespace": {job: utiltesting.MakePyTorchJob("j", "a-dev").Queue("team-a").Master(8).Obj()},
+		"forged progress in a template": {job: func() *kftraining.PyTorchJob {
+			j := utiltesting.MakePyTorchJob("j", "ns").Master(8).Obj()
+			j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template.Annotations = map[string]string{agentv1alpha1.AnnotationProgress: `{"epochsDone":99}`}
+			return j
+		}(), want: []string{"spec.pytorchReplicaSpecs[Master].template.metadata.annotations[pickyman.dev/progress]", "only the node agent and the operator write it"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -109,10 +117,13 @@ func TestValidateUpdate(t *testing.T) {
 		new     *kftraining.PyTorchJob
 		allowed bool
 	}{
-		"admitted: suspend toggles":  {alloc: admitted, new: base.Obj(), allowed: true},
-		"admitted: more workers":     {alloc: admitted, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(2, 8).Obj()},
-		"admitted: other queue":      {alloc: admitted, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Queue("high").Obj()},
-		"never admitted: reshape ok": {alloc: queued, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(2, 8).Obj(), allowed: true},
+		"admitted: suspend toggles":                   {alloc: admitted, new: base.Obj(), allowed: true},
+		"admitted: more workers":                      {alloc: admitted, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(2, 8).Obj()},
+		"admitted: other queue":                       {alloc: admitted, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Queue("high").Obj()},
+		"never admitted: reshape ok":                  {alloc: queued, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(2, 8).Obj(), allowed: true},
+		"never admitted: other queue":                 {alloc: queued, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Queue("high").Obj(), allowed: true},
+		"never admitted: a queue of other namespaces": {alloc: queued, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Queue("team-a").Obj()},
+		"never admitted: an unknown queue":            {alloc: queued, new: utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Queue("gold").Obj()},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
