@@ -41,6 +41,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 
 T_START = time.time()
@@ -113,6 +114,21 @@ def agent_reference(start, world):
         return None
     n = world * start.reference_world_size
     return n // start.world_size if n % start.world_size == 0 else n / start.world_size
+
+
+def leave(code, grace=30.0):
+    """Ends the process group and returns code: a barrier first, so that no rank exits (and
+    gets its peers killed) before all have acknowledged or finished, then
+    destroy_process_group under a watchdog. With gloo that call can hang now and then
+    (pytorch/pytorch#75097) even after a barrier; everything that matters is written and
+    acknowledged by then, so after grace seconds the process exits with code regardless."""
+    dist.barrier()
+    watchdog = threading.Timer(grace, lambda: (sys.stdout.flush(), os._exit(code)))
+    watchdog.daemon = True
+    watchdog.start()
+    dist.destroy_process_group()
+    watchdog.cancel()
+    return code
 
 
 def main():
@@ -194,9 +210,7 @@ def main():
                 req = agent.poll()
                 agent.checkpoint_done(req.id, last[0], last[1], 0, 0.0)
                 event("suspended", epoch=last[0], request=req.id, mode="now")
-                dist.barrier()  # no rank exits (and gets its peers killed) before all acknowledged
-                dist.destroy_process_group()
-                return EXIT_SUSPENDED
+                return leave(EXIT_SUSPENDED)
         agent.epoch_end(epoch, samples, nbytes)
         event("epoch_end", epoch=epoch, loss=float(loss))
         flag = decide(agent, rank, device)
@@ -208,13 +222,10 @@ def main():
             req = agent.poll()
             agent.checkpoint_done(req.id, epoch + 1, path, written, seconds)
             event("suspended", epoch=epoch + 1, request=req.id, mode="boundary", seconds=seconds)
-            dist.barrier()  # no rank exits (and gets its peers killed) before all acknowledged
-            dist.destroy_process_group()
-            return EXIT_SUSPENDED
+            return leave(EXIT_SUSPENDED)
 
     event("done", epoch=args.epochs, hash=param_hash(model))
-    dist.destroy_process_group()
-    return EXIT_DONE
+    return leave(EXIT_DONE)
 
 
 if __name__ == "__main__":
