@@ -47,6 +47,12 @@ type Scheduler struct {
 	Inbox *Inbox
 	// Cache, if set, is watched for node changes that should trigger a cycle.
 	Cache cache.Cache
+	// Pods, if set, reads the pods bound to nodes, of every workload, for the GPUs they hold
+	// (see BuildSnapshot); without it only the pods of PickyMan jobs (Client) are counted.
+	Pods client.Reader
+	// PodsCache, if set, is watched for pods that stop holding GPUs (a cycle can then use
+	// them).
+	PodsCache cache.Cache
 
 	// seen is the progress last reported to the observer, per job ID.
 	seen map[string]allocation.PodProgress
@@ -94,6 +100,37 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			AddFunc:    func(any) { s.wakeUp() },
 			UpdateFunc: func(any, any) { s.wakeUp() },
 			DeleteFunc: func(any) { s.wakeUp() },
+		}); err != nil {
+			return err
+		}
+	}
+	if s.PodsCache != nil {
+		if !s.PodsCache.WaitForCacheSync(ctx) {
+			return ctx.Err() // no cycle before the pods that hold GPUs are known
+		}
+		inf, err := s.PodsCache.GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			return err
+		}
+		gpu := corev1.ResourceName(s.Config.GPUResource)
+		freed := func(obj any) bool {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			p, ok := obj.(*corev1.Pod)
+			return !ok || jobframework.GPULimit(&p.Spec, gpu) > 0
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) {
+				if p, ok := obj.(*corev1.Pod); ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && freed(p) {
+					s.wakeUp()
+				}
+			},
+			DeleteFunc: func(obj any) {
+				if freed(obj) {
+					s.wakeUp()
+				}
+			},
 		}); err != nil {
 			return err
 		}
@@ -237,9 +274,17 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 			a.Status.Reserved = nil
 		}
 	}
+	bound := pods.Items
+	if s.Pods != nil {
+		var all corev1.PodList
+		if err := s.Pods.List(ctx, &all); err != nil {
+			return nil, nil, err
+		}
+		bound = all.Items
+	}
 	view := jobframework.NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
 	s.progress = progress
-	return BuildSnapshot(now, nodes.Items, list.Items, progress, view), allocs, nil
+	return BuildSnapshot(now, nodes.Items, list.Items, bound, progress, view), allocs, nil
 }
 
 func (s *Scheduler) reservationExpired(a *v1alpha1.Allocation, now time.Time) bool {

@@ -11,10 +11,17 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
-// BuildSnapshot assembles the scheduling core's snapshot: nodes with GPUs, their used GPUs
-// from the placements of Allocations that hold GPUs, and every unfinished job. progress maps
-// a job ID to its pods' progress.
-func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocation, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
+// BuildSnapshot assembles the scheduling core's snapshot: nodes with GPUs, their used GPUs,
+// and every unfinished job. progress maps a job ID to its pods' progress.
+//
+// A node's used GPUs are what is promised there and what is held there, whichever is more:
+// for each Allocation, the larger of its placement on the node (while it holds GPUs) and the
+// GPUs its live pods hold there (pods still terminating after the Allocation went back to
+// Queued, an init container or sidecar larger than its pod set says); plus the GPUs held by
+// every other live pod bound to the node (other workloads, and pods of a deleted job whose
+// Allocation is gone). pods are the pods bound to nodes, of every workload; a pod counts
+// until it has Succeeded or Failed.
+func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocation, pods []corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
 	s := &sched.Snapshot{Now: now}
 	idx := map[string]int{}
 	for i := range nodes {
@@ -23,16 +30,50 @@ func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocat
 			s.Nodes = append(s.Nodes, n)
 		}
 	}
+	known := make(map[string]bool, len(allocs))
+	for i := range allocs {
+		known[allocation.JobID(&allocs[i])] = true
+	}
+	// held: job ID -> node -> GPUs its live pods hold; the rest of the pods count in full.
+	held := map[string]map[string]int32{}
+	for i := range pods {
+		p := &pods[i]
+		k, ok := idx[p.Spec.NodeName]
+		if !ok || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		g := jobframework.GPULimit(&p.Spec, view.GPUResource)
+		if g <= 0 {
+			continue
+		}
+		name, labelled := p.Labels[v1alpha1.LabelAllocation]
+		if id := p.Namespace + "/" + name; labelled && known[id] {
+			if held[id] == nil {
+				held[id] = map[string]int32{}
+			}
+			held[id][p.Spec.NodeName] += g
+			continue
+		}
+		s.Nodes[k].Used += g
+	}
 	for i := range allocs {
 		a := &allocs[i]
+		id := allocation.JobID(a)
+		promised := map[string]int32{}
 		if allocation.HoldsGPUs(a) {
-			for node, g := range allocation.GPUsByNode(a.Status.Placement) {
-				if k, ok := idx[node]; ok {
-					s.Nodes[k].Used += g
-				}
+			promised = allocation.GPUsByNode(a.Status.Placement)
+		}
+		for node, g := range promised {
+			if k, ok := idx[node]; ok {
+				s.Nodes[k].Used += max(g, held[id][node])
 			}
 		}
-		if j := allocation.SchedJob(a, progress[allocation.JobID(a)], now); j != nil {
+		for node, g := range held[id] {
+			if _, ok := promised[node]; !ok {
+				s.Nodes[idx[node]].Used += g
+			}
+		}
+		if j := allocation.SchedJob(a, progress[id], now); j != nil {
 			s.Jobs = append(s.Jobs, j)
 		}
 	}

@@ -135,15 +135,24 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		return nil, err
 	}
 	recorder := mgr.GetEventRecorder("pickyman-operator")
+	bound, err := newBoundPodsCache(mgr, corev1.ResourceName(conf.GPUResource))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(bound); err != nil {
+		return nil, err
+	}
 	sch := scheduler.New(scheduler.Scheduler{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Recorder: recorder,
-		Clock:    opts.Clock,
-		Config:   conf,
-		Metrics:  opts.Metrics,
-		Policy:   policy,
-		Cache:    mgr.GetCache(),
+		Client:    mgr.GetClient(),
+		Reader:    mgr.GetAPIReader(),
+		Recorder:  recorder,
+		Clock:     opts.Clock,
+		Config:    conf,
+		Metrics:   opts.Metrics,
+		Policy:    policy,
+		Cache:     mgr.GetCache(),
+		Pods:      bound,
+		PodsCache: bound,
 	})
 	if err := mgr.Add(sch); err != nil {
 		return nil, err

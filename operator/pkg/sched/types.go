@@ -46,7 +46,8 @@ type Node struct {
 	GPUModel string
 	// GPUs is the node's allocatable GPU count.
 	GPUs int32
-	// Used is the number of GPUs promised to running and suspending jobs.
+	// Used is the number of GPUs promised to running and suspending jobs, and held by any
+	// other pod on the node (the operator counts them; the simulator has none).
 	Used int32
 	// Unschedulable nodes keep their running jobs but take no new ones.
 	Unschedulable bool
