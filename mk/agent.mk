@@ -25,8 +25,8 @@ test-agent-integration: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the agent's coo
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 -timeout 10m -v ./agent/test/integration/... ./testbed/agentsim/
 
 .PHONY: test-agent-torch
-test-agent-torch: agent-deps ## Run the agent end to end with real torchrun DDP jobs: checkpoint on request, resume, compare with the overhead model; shrink 2->1 and grow 1->2 from checkpoints.
-	$(GO) test -tags torch -count=1 -v -timeout 20m -run 'TestTorchCheckpointAndResume|TestTorchResizeFromCheckpoint' ./agent/test/torch/
+test-agent-torch: agent-deps ## Run the agent end to end with real torchrun DDP jobs: checkpoint on request, resume, compare with the overhead model; shrink 2->1 and grow 1->2 from checkpoints; the client's peer check and weights-only checkpoints.
+	$(GO) test -tags torch -count=1 -v -timeout 20m -run 'TestTorchCheckpointAndResume|TestTorchResizeFromCheckpoint|TestPythonClientAndCheckpointSafety' ./agent/test/torch/
 
 .PHONY: run-agent-testbed
 run-agent-testbed: ## Run the testbed agent (simulated training on the kwok nodes) against the current kubeconfig (TIME_SCALE=60 by default).

@@ -86,6 +86,28 @@ def decide(agent, rank, device):
     return int(flag[0])
 
 
+def pack(model, opt, epoch, world, ref_world):
+    """A checkpoint that loads with torch.load(weights_only=True): tensors, and everything else
+    (epoch, sizes, the optimizer's hyperparameters and non-tensor state) as one JSON string.
+    PyTorch 1.13's weights-only unpickler (Debian's python3-torch) has no opcode for a float,
+    so an optimizer's state_dict as it is does not load that way."""
+    o = opt.state_dict()
+    tensors = {pid: {k: v for k, v in st.items() if torch.is_tensor(v)} for pid, st in o["state"].items()}
+    scalars = {str(pid): {k: v for k, v in st.items() if not torch.is_tensor(v)} for pid, st in o["state"].items()}
+    meta = dict(epoch=epoch, world=world, ref_world=ref_world, param_groups=o["param_groups"], opt_scalars=scalars)
+    return {"model": model.state_dict(), "opt_state": tensors, "meta": json.dumps(meta)}
+
+
+def load(path):
+    """Reads a checkpoint written by pack without unpickling anything but tensors and plain
+    containers (weights_only): a checkpoint someone else could write cannot run code here.
+    Returns (meta, model state, optimizer state)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    meta = json.loads(state["meta"])
+    opt_state = {pid: dict(ts, **meta["opt_scalars"].get(str(pid), {})) for pid, ts in state["opt_state"].items()}
+    return meta, state["model"], {"state": opt_state, "param_groups": meta["param_groups"]}
+
+
 def save(args, model, opt, epoch, rank, world, ref_world):
     """Rank 0 writes the checkpoint; returns (path, bytes, seconds) for this rank."""
     path = os.path.join(args.ckpt_dir, f"ckpt-epoch{epoch}.pt")
@@ -94,8 +116,7 @@ def save(args, model, opt, epoch, rank, world, ref_world):
     if rank == 0:
         os.makedirs(args.ckpt_dir, exist_ok=True)
         tmp = path + ".tmp"
-        torch.save({"epoch": epoch, "model": model.module.state_dict(), "opt": opt.state_dict(),
-                    "world": world, "ref_world": ref_world}, tmp)
+        torch.save(pack(model.module, opt, epoch, world, ref_world), tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -165,13 +186,13 @@ def main():
     ckpt_ref = None  # the checkpoint's reference size, if one was loaded
     if start.epoch > 0:
         t0 = time.time()
-        state = torch.load(start.path, map_location="cpu")
-        if state["epoch"] != start.epoch:
-            raise SystemExit(f"checkpoint {start.path} holds epoch {state['epoch']}, want {start.epoch}")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        written = state.get("world", world)
-        ref_world = ckpt_ref = state.get("ref_world", written)
+        meta, model_state, opt_state = load(start.path)
+        if meta["epoch"] != start.epoch:
+            raise SystemExit(f"checkpoint {start.path} holds epoch {meta['epoch']}, want {start.epoch}")
+        model.load_state_dict(model_state)
+        opt.load_state_dict(opt_state)
+        written = meta.get("world", world)
+        ref_world = ckpt_ref = meta.get("ref_world", written)
         event("loaded", epoch=start.epoch, seconds=time.time() - t0, hash=param_hash(model),
               world=world, written_world=written)
     # The operator's reference size, when it gives one, takes precedence over the checkpoint's.

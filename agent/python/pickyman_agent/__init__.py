@@ -27,11 +27,13 @@ from .client import (
     CheckpointRequest,
     Client,
     ResumePoint,
+    ENV_AGENT_UID,
     ENV_SOCKET,
     EXIT_DONE,
     EXIT_SUSPENDED,
     MODE_BOUNDARY,
     MODE_NOW,
+    check_peer,
     pod_from_env,
 )
 
@@ -40,10 +42,12 @@ __all__ = [
     "CheckpointRequest",
     "Client",
     "ResumePoint",
+    "ENV_AGENT_UID",
     "ENV_SOCKET",
     "EXIT_DONE",
     "EXIT_SUSPENDED",
     "MODE_BOUNDARY",
     "MODE_NOW",
+    "check_peer",
     "pod_from_env",
 ]

@@ -3,11 +3,14 @@
 import json
 import os
 import socket
+import struct
 import time
 from dataclasses import dataclass
 from typing import Optional
 
 ENV_SOCKET = "PICKYMAN_AGENT_SOCKET"
+# The uid the agent runs as; the operator sets it in every training container.
+ENV_AGENT_UID = "PICKYMAN_AGENT_UID"
 # Exit codes: done, and suspended after a checkpoint (128 + SIGTERM).
 EXIT_DONE = 0
 EXIT_SUSPENDED = 143
@@ -60,6 +63,20 @@ def pod_from_env() -> str:
     return ""
 
 
+def check_peer(sock: socket.socket, path: str, uid: Optional[int] = None) -> None:
+    """Refuses a socket whose listener does not run as the agent's uid (its peer credentials,
+    SO_PEERCRED): uid, or PICKYMAN_AGENT_UID; no check when neither is given. Whoever could
+    put a socket at path would otherwise be told every request, and answer the resume point."""
+    if uid is None:
+        want = os.environ.get(ENV_AGENT_UID, "")
+        if not want:
+            return
+        uid = int(want)
+    pid, peer, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    if peer != uid:
+        raise PermissionError(f"{path}: the listener (pid {pid}) runs as uid {peer}, not the agent's uid {uid} ({ENV_AGENT_UID})")
+
+
 class Client:
     """A rank's session with the agent. Not safe for use from several threads at once."""
 
@@ -70,6 +87,11 @@ class Client:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         self._sock.connect(self.path)
+        try:
+            check_peer(self._sock, self.path)
+        except PermissionError:
+            self._sock.close()
+            raise
         self._file = self._sock.makefile("rwb")
         self._last_poll = 0.0
         self._pending: Optional[CheckpointRequest] = None

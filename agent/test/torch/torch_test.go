@@ -174,6 +174,8 @@ func launch(t *testing.T, res *ancestry, uid, sock, ckptDir string, nproc int) *
 		script, "--epochs", strconv.Itoa(epochs), "--steps", "12", "--step-delay", "0.05",
 		"--dim", "256", "--hidden", "512", "--ckpt-dir", ckptDir)
 	cmd.Env = append(os.Environ(), agentv1alpha1.EnvSocket+"="+sock, "PICKYMAN_POD="+namespace+"/"+podName,
+		// The agent runs in this process: the client checks the socket's listener is it.
+		agentv1alpha1.EnvAgentUID+"="+strconv.Itoa(os.Getuid()),
 		"OMP_NUM_THREADS=1", "PYTHONUNBUFFERED=1")
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw

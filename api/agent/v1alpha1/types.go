@@ -6,6 +6,11 @@ import "time"
 const (
 	// EnvSocket names the environment variable that holds the socket path in a training pod.
 	EnvSocket = "PICKYMAN_AGENT_SOCKET"
+	// EnvAgentUID names the environment variable that holds the uid the agent runs as; the
+	// client refuses a socket whose listener runs as another uid (its peer credentials).
+	EnvAgentUID = "PICKYMAN_AGENT_UID"
+	// AgentUID is the uid the DaemonSet runs the agent as (config/agent/daemonset.yaml).
+	AgentUID = 65532
 	// SocketName is the socket's file name inside the host socket directory.
 	SocketName = "agent.sock"
 	// DefaultSocketDir is the host directory the DaemonSet shares with training pods.

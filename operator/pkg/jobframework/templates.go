@@ -2,6 +2,7 @@ package jobframework
 
 import (
 	"encoding/json"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -58,24 +59,42 @@ func addAgentSocket(spec *corev1.PodSpec, dir string) bool {
 	sock := dir + "/" + agentv1alpha1.SocketName
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
+		// Read-only: a training container connects to the socket (which a read-only mount
+		// allows) but can neither replace it nor leave anything in the directory that other
+		// pods on the node share.
 		has := false
-		for _, m := range c.VolumeMounts {
-			has = has || m.Name == agentVolume
+		for k := range c.VolumeMounts {
+			if m := &c.VolumeMounts[k]; m.Name == agentVolume {
+				has = true
+				if !m.ReadOnly {
+					m.ReadOnly = true
+					changed = true
+				}
+			}
 		}
 		if !has {
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: agentVolume, MountPath: dir})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: agentVolume, MountPath: dir, ReadOnly: true})
 			changed = true
 		}
-		hasEnv := false
-		for _, e := range c.Env {
-			hasEnv = hasEnv || e.Name == agentv1alpha1.EnvSocket
+		if setEnv(c, agentv1alpha1.EnvSocket, sock) {
+			changed = true
 		}
-		if !hasEnv {
-			c.Env = append(c.Env, corev1.EnvVar{Name: agentv1alpha1.EnvSocket, Value: sock})
+		if setEnv(c, agentv1alpha1.EnvAgentUID, strconv.Itoa(agentv1alpha1.AgentUID)) {
 			changed = true
 		}
 	}
 	return changed
+}
+
+// setEnv adds name=value to a container's environment unless name is set already.
+func setEnv(c *corev1.Container, name, value string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return false
+		}
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+	return true
 }
 
 // ResumePoint is the value of the resume-from annotation for an Allocation.
