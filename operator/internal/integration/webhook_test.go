@@ -4,11 +4,14 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
@@ -134,4 +137,52 @@ func TestWebhooksWithOperatorDown(t *testing.T) {
 			t.Errorf("refusal %q does not say %q", err, want)
 		}
 	}
+}
+
+// The scale subresource of a managed PyTorchJob is refused (a Scale carries none of the job's
+// labels, so its webhook has no object selector); an unmanaged job scales as before. An
+// update that takes the socket mount's read-only flag away is refused by the real webhook.
+func TestWebhookScaleAndTemplates(t *testing.T) {
+	ns := newNamespace(t)
+	makeNodes(t, 8, "whs-a")
+	startOperator(t, testConfig("fifo"))
+	ctx := context.Background()
+
+	managed := utiltesting.MakePyTorchJob("managed", ns).Master(4).Workers(1, 4).Obj()
+	plain := utiltesting.MakePyTorchJob("plain", ns).Queue("").Master(4).Workers(1, 4).Obj()
+	for _, j := range []*kftraining.PyTorchJob{managed, plain} {
+		if err := k8s.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scale := func(j *kftraining.PyTorchJob) error {
+		s := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
+		return k8s.SubResource("scale").Update(ctx, j, client.WithSubResourceBody(s))
+	}
+	err := scale(managed)
+	if err == nil || !strings.Contains(err.Error(), "spec.replicas") || !strings.Contains(err.Error(), "managed by PickyMan") {
+		t.Fatalf("scaling a managed job: %v, want refused naming spec.replicas", err)
+	}
+	if err := scale(plain); err != nil {
+		t.Fatalf("scaling an unmanaged job: %v", err)
+	}
+
+	eventually(t, 10*time.Second, func() error {
+		j := &kftraining.PyTorchJob{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(managed), j); err != nil {
+			return err
+		}
+		c := &j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker].Template.Spec.Containers[0]
+		for k := range c.VolumeMounts {
+			c.VolumeMounts[k].ReadOnly = false
+		}
+		err := k8s.Update(ctx, j)
+		if err == nil {
+			return errors.New("a read-write socket mount was accepted")
+		}
+		if !strings.Contains(err.Error(), "volumeMounts") || !strings.Contains(err.Error(), "read-only") {
+			return fmt.Errorf("refused for another reason: %w", err) // a conflict: read again
+		}
+		return nil
+	})
 }

@@ -3,15 +3,19 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pickyman/pickyman/operator/pkg/jobframework/kinds"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework/pytorchjob"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,10 +40,14 @@ const (
 	ValidateRayJobPath     = "/validate-ray-io-v1-rayjob"
 	MutateTrainJobPath     = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
 	ValidateTrainJobPath   = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
+	// ValidatePyTorchJobScalePath refuses the scale subresource of a managed PyTorchJob. It
+	// has no object selector: a Scale carries none of its job's labels.
+	ValidatePyTorchJobScalePath = "/validate-kubeflow-org-v1-pytorchjob-scale"
 )
 
 // +kubebuilder:webhook:path=/mutate-kubeflow-org-v1-pytorchjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=kubeflow.org,resources=pytorchjobs,verbs=create,versions=v1,name=mpytorchjob.pickyman.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"pickyman.dev/queue","operator":"Exists"}]},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","kube-public","pickyman-system"]}]}}`
 // +kubebuilder:webhook:path=/validate-kubeflow-org-v1-pytorchjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=kubeflow.org,resources=pytorchjobs,verbs=create;update,versions=v1,name=vpytorchjob.pickyman.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"pickyman.dev/queue","operator":"Exists"}]},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","kube-public","pickyman-system"]}]}}`
+// +kubebuilder:webhook:path=/validate-kubeflow-org-v1-pytorchjob-scale,mutating=false,failurePolicy=fail,sideEffects=None,groups=kubeflow.org,resources=pytorchjobs/scale,verbs=update,versions=v1,name=vpytorchjobscale.pickyman.dev,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","kube-public","pickyman-system"]}]}}`
 // +kubebuilder:webhook:path=/mutate-ray-io-v1-rayjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create,versions=v1,name=mrayjob.pickyman.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"pickyman.dev/queue","operator":"Exists"}]},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","kube-public","pickyman-system"]}]}}`
 // +kubebuilder:webhook:path=/validate-ray-io-v1-rayjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create;update,versions=v1,name=vrayjob.pickyman.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"pickyman.dev/queue","operator":"Exists"}]},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","kube-public","pickyman-system"]}]}}`
 // +kubebuilder:webhook:path=/mutate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create,versions=v1alpha1,name=mtrainjob.pickyman.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"pickyman.dev/queue","operator":"Exists"}]},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","kube-public","pickyman-system"]}]}}`
@@ -66,10 +74,13 @@ func pathSuffix(gvk schema.GroupVersionKind) string {
 func Setup(mgr ctrl.Manager, conf *configv1.Configuration) {
 	dec := admission.NewDecoder(mgr.GetScheme())
 	srv := mgr.GetWebhookServer()
+	self := &selfUser{c: mgr.GetClient()}
 	for _, in := range kinds.Integrations() {
 		srv.Register(MutatePath(in.GVK), &webhook.Admission{Handler: &Mutator{Integration: in, Decoder: dec, SocketDir: agentv1alpha1.DefaultSocketDir}})
-		srv.Register(ValidatePath(in.GVK), &webhook.Admission{Handler: &Validator{Integration: in, Decoder: dec, Client: mgr.GetClient(), Config: conf}})
+		srv.Register(ValidatePath(in.GVK), &webhook.Admission{Handler: &Validator{Integration: in, Decoder: dec, Client: mgr.GetClient(), Config: conf,
+			SocketDir: agentv1alpha1.DefaultSocketDir, Operator: self.name}})
 	}
+	srv.Register(ValidatePyTorchJobScalePath, &webhook.Admission{Handler: &ScaleValidator{Integration: pytorchjob.Integration, Client: mgr.GetAPIReader()}})
 	srv.Register(MutateTrainJobPodPath, &webhook.Admission{Handler: &TrainJobPodMutator{Decoder: dec, Reader: mgr.GetAPIReader(), SocketDir: agentv1alpha1.DefaultSocketDir}})
 }
 
@@ -107,6 +118,73 @@ type Validator struct {
 	Decoder     admission.Decoder
 	Client      client.Reader
 	Config      *configv1.Configuration
+	// SocketDir is the agent's socket directory (default agentv1alpha1.DefaultSocketDir).
+	SocketDir string
+	// Operator returns the operator's own user name, the only one that may suspend or resume
+	// a managed job; nil: nobody may.
+	Operator func(ctx context.Context) (string, error)
+}
+
+// templatesKept refuses an update that takes from a managed job's pod templates what makes
+// them PickyMan's (jobframework.TemplateErrors), naming each field. Only what the update
+// changes counts: a job created before a check existed is not refused for lacking it.
+func (v *Validator) templatesKept(old, job jobframework.GenericJob) field.ErrorList {
+	dir := v.SocketDir
+	if dir == "" {
+		dir = agentv1alpha1.DefaultSocketDir
+	}
+	alloc := jobframework.AllocationName(v.Integration.GVK.Kind, job.Object().GetName())
+	before := map[string]bool{}
+	oldTemplates := old.PodTemplates()
+	for name, t := range oldTemplates {
+		for _, e := range jobframework.TemplateErrors(jobframework.PodSetPath(old, name).Child("template"), t, alloc, dir) {
+			before[e.Error()] = true
+		}
+	}
+	templates := job.PodTemplates()
+	names := make([]string, 0, len(templates))
+	for name := range templates {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var errs field.ErrorList
+	for _, name := range names {
+		if _, existed := oldTemplates[name]; !existed {
+			continue // a pod set the update adds: the gang checks see to it
+		}
+		for _, e := range jobframework.TemplateErrors(jobframework.PodSetPath(job, name).Child("template"), templates[name], alloc, dir) {
+			if !before[e.Error()] {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs
+}
+
+// suspendKept refuses a change of a managed job's suspend flag by anyone but the operator:
+// PickyMan holds the job's GPUs in its Allocation and resumes it there; a job a user resumed
+// would run on GPUs promised to others, and one a user suspended would hold GPUs it does
+// not use.
+func (v *Validator) suspendKept(ctx context.Context, req admission.Request, old, job jobframework.GenericJob) (field.ErrorList, error) {
+	if old.IsSuspended() == job.IsSuspended() {
+		return nil, nil
+	}
+	if v.Operator != nil {
+		self, err := v.Operator(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("the operator's own user name: %w", err)
+		}
+		if req.UserInfo.Username == self {
+			return nil, nil
+		}
+	}
+	p := field.NewPath("spec", "suspend")
+	if v.Integration.GVK.Kind == "PyTorchJob" {
+		p = field.NewPath("spec", "runPolicy", "suspend")
+	}
+	return field.ErrorList{field.Forbidden(p, fmt.Sprintf(
+		"only PickyMan suspends and resumes a job it manages (it holds the job's GPUs and checkpoints it first); set %t by %q refused: delete the job to stop it",
+		job.IsSuspended(), req.UserInfo.Username))}, nil
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -138,6 +216,14 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		errs, err = v.validateUpdate(ctx, old, job)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		if len(errs) == 0 && jobframework.Managed(oldObj) {
+			errs = v.templatesKept(old, job)
+			more, err := v.suspendKept(ctx, req, old, job)
+			if err != nil {
+				return admission.Errored(http.StatusInternalServerError, err)
+			}
+			errs = append(errs, more...)
 		}
 		if len(errs) == 0 && jobframework.Managed(obj) && gangChanged(old, job, v.Config) {
 			errs = v.validate(ctx, job)
@@ -317,4 +403,61 @@ func (v *Validator) checkQueue(obj client.Object) field.ErrorList {
 		return nil
 	}
 	return field.ErrorList{field.NotSupported(queuePath, q, names)}
+}
+
+// selfUser learns the operator's own user name from the API server (a SelfSubjectReview,
+// which every authenticated user may create) on first use, and keeps it.
+type selfUser struct {
+	c    client.Client
+	mu   sync.Mutex
+	user string
+}
+
+func (u *selfUser) name(ctx context.Context) (string, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.user != "" {
+		return u.user, nil
+	}
+	r := &authenticationv1.SelfSubjectReview{}
+	if err := u.c.Create(ctx, r); err != nil {
+		return "", err
+	}
+	if r.Status.UserInfo.Username == "" {
+		return "", errors.New("the API server named no user")
+	}
+	u.user = r.Status.UserInfo.Username
+	return u.user, nil
+}
+
+// ScaleValidator refuses a change through the scale subresource of a job PickyMan manages
+// (kubectl scale, a HorizontalPodAutoscaler): a gang's size is what PickyMan admitted, and an
+// elastic job is resized by PickyMan between its bounds. Jobs of no queue pass.
+type ScaleValidator struct {
+	Integration jobframework.Integration
+	Client      client.Reader
+}
+
+var _ admission.Handler = (*ScaleValidator)(nil)
+
+// Handle reads the scaled job and refuses the change if it is managed.
+func (s *ScaleValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	obj := s.Integration.NewObject()
+	err := s.Client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return admission.Allowed("")
+	}
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if !jobframework.Managed(obj) {
+		return admission.Allowed("not managed by PickyMan")
+	}
+	p := field.NewPath("spec", "replicas")
+	return admission.Denied(field.Forbidden(p, fmt.Sprintf(
+		"%s %s/%s is managed by PickyMan (queue %q): its gang's size is what PickyMan admits, and an elastic job is resized by PickyMan within its elasticPolicy bounds",
+		s.Integration.GVK.Kind, req.Namespace, req.Name, obj.GetLabels()[v1alpha1.LabelQueue])).Error())
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -23,6 +25,7 @@ import (
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
 func scheme(t *testing.T) *runtime.Scheme {
@@ -160,5 +163,90 @@ func TestMutateCreate(t *testing.T) {
 	unmanaged := m.Handle(context.Background(), request(t, admissionv1.Create, utiltesting.MakePyTorchJob("u", "ns").Queue("").Obj(), nil))
 	if !unmanaged.Allowed || len(unmanaged.Patches) != 0 {
 		t.Errorf("unmanaged job patched: %v", unmanaged.Patches)
+	}
+}
+
+// An update of a managed job may not take from its pod templates what makes them PickyMan's,
+// nor may anyone but the operator suspend or resume it; each refusal names the field.
+func TestValidateUpdateKeepsTemplatesAndSuspend(t *testing.T) {
+	const operator = "system:serviceaccount:pickyman-system:pickyman-operator"
+	mutated := func() *kftraining.PyTorchJob {
+		j := utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Obj()
+		j.Spec.RunPolicy.Suspend = ptr.To(true)
+		jobframework.MutateTemplates((*pytorchjob.Job)(j), "pytorchjob-j", agentv1alpha1.DefaultSocketDir, "")
+		return j
+	}
+	worker := func(j *kftraining.PyTorchJob) *corev1.PodTemplateSpec {
+		return &j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeWorker].Template
+	}
+	edit := func(f func(j *kftraining.PyTorchJob)) *kftraining.PyTorchJob { j := mutated(); f(j); return j }
+	w := "spec.pytorchReplicaSpecs[Worker].template."
+	cases := map[string]struct {
+		old, new *kftraining.PyTorchJob
+		user     string
+		want     []string // substrings of the denial; none means allowed
+	}{
+		"unchanged": {new: mutated()},
+		"another scheduler": {new: edit(func(j *kftraining.PyTorchJob) { worker(j).Spec.SchedulerName = "default-scheduler" }),
+			want: []string{w + "spec.schedulerName", `must stay "pickyman"`}},
+		"another Allocation label": {new: edit(func(j *kftraining.PyTorchJob) { worker(j).Labels[v1alpha1.LabelAllocation] = "pytorchjob-other" }),
+			want: []string{w + "metadata.labels[pickyman.dev/allocation]", `"pytorchjob-j"`}},
+		"the socket mounted read-write": {new: edit(func(j *kftraining.PyTorchJob) {
+			for k := range worker(j).Spec.Containers[0].VolumeMounts {
+				worker(j).Spec.Containers[0].VolumeMounts[k].ReadOnly = false
+			}
+		}), want: []string{w + "spec.containers[0].volumeMounts[", "read-only"}},
+		"the socket volume pointed elsewhere": {new: edit(func(j *kftraining.PyTorchJob) {
+			for k := range worker(j).Spec.Volumes {
+				if h := worker(j).Spec.Volumes[k].HostPath; h != nil {
+					h.Path = "/"
+				}
+			}
+		}), want: []string{w + "spec.volumes[", "the host directory /var/run/pickyman"}},
+		"the socket volume removed": {new: edit(func(j *kftraining.PyTorchJob) { worker(j).Spec.Volumes = nil }),
+			want: []string{w + "spec.volumes", "removed"}},
+		"the agent's uid removed": {new: edit(func(j *kftraining.PyTorchJob) {
+			worker(j).Spec.Containers[0].Env = slices.DeleteFunc(worker(j).Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == agentv1alpha1.EnvAgentUID })
+		}), want: []string{w + "spec.containers[0].env", agentv1alpha1.EnvAgentUID}},
+		"a job that never had the agent's uid": {
+			old: edit(func(j *kftraining.PyTorchJob) {
+				worker(j).Spec.Containers[0].Env = slices.DeleteFunc(worker(j).Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == agentv1alpha1.EnvAgentUID })
+			}),
+			new: edit(func(j *kftraining.PyTorchJob) {
+				worker(j).Spec.Containers[0].Env = slices.DeleteFunc(worker(j).Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == agentv1alpha1.EnvAgentUID })
+				j.Annotations = map[string]string{"note": "x"}
+			})},
+		"a user resumes it": {new: edit(func(j *kftraining.PyTorchJob) { j.Spec.RunPolicy.Suspend = ptr.To(false) }), user: "alice",
+			want: []string{"spec.runPolicy.suspend", "only PickyMan suspends and resumes", `"alice"`}},
+		"the operator resumes it": {new: edit(func(j *kftraining.PyTorchJob) { j.Spec.RunPolicy.Suspend = ptr.To(false) }), user: operator},
+		"a user suspends a running one": {old: edit(func(j *kftraining.PyTorchJob) { j.Spec.RunPolicy.Suspend = ptr.To(false) }), new: mutated(), user: "alice",
+			want: []string{"spec.runPolicy.suspend"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := validator(t, node("a", 8, "A100"))
+			v.Operator = func(context.Context) (string, error) { return operator, nil }
+			old := tc.old
+			if old == nil {
+				old = mutated()
+			}
+			req := request(t, admissionv1.Update, tc.new, old)
+			req.UserInfo.Username = tc.user
+			resp := v.Handle(context.Background(), req)
+			if len(tc.want) == 0 {
+				if !resp.Allowed {
+					t.Fatalf("denied: %s", resp.Result.Message)
+				}
+				return
+			}
+			if resp.Allowed {
+				t.Fatal("allowed, want denied")
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(resp.Result.Message, s) {
+					t.Errorf("denial %q does not contain %q", resp.Result.Message, s)
+				}
+			}
+		})
 	}
 }

@@ -2,9 +2,12 @@ package jobframework
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
@@ -141,4 +144,60 @@ func ElasticBounds(a *v1alpha1.Allocation) (lo, hi int32, ok bool) {
 		return 0, 0, false
 	}
 	return fixed + e.MinCount, fixed + e.MaxCount, true
+}
+
+// TemplateErrors names what of a pod template at path is no longer what MutateTemplates
+// made it: the scheduler, the Allocation label, the agent's socket volume, its read-only
+// mount and its environment in every container. An update of a managed job that changes
+// them is refused: pods placed by another scheduler, or found under another Allocation,
+// would hold GPUs PickyMan promised elsewhere, and a read-write socket mount lets a
+// container replace the socket its neighbours connect to.
+func TemplateErrors(path *field.Path, t *corev1.PodTemplateSpec, allocName, socketDir string) field.ErrorList {
+	var errs field.ErrorList
+	spec := path.Child("spec")
+	if t.Spec.SchedulerName != v1alpha1.SchedulerName {
+		errs = append(errs, field.Forbidden(spec.Child("schedulerName"),
+			fmt.Sprintf("must stay %q: PickyMan places a managed job's pods on the GPUs it promised them", v1alpha1.SchedulerName)))
+	}
+	if got := t.Labels[v1alpha1.LabelAllocation]; got != allocName {
+		errs = append(errs, field.Forbidden(path.Child("metadata", "labels").Key(v1alpha1.LabelAllocation),
+			fmt.Sprintf("must stay %q: the operator finds the job's pods and counts their GPUs by it", allocName)))
+	}
+	found := false
+	for i, v := range t.Spec.Volumes {
+		if v.Name != agentVolume {
+			continue
+		}
+		found = true
+		if v.HostPath == nil || v.HostPath.Path != socketDir {
+			errs = append(errs, field.Forbidden(spec.Child("volumes").Index(i),
+				fmt.Sprintf("the agent's socket volume must stay the host directory %s", socketDir)))
+		}
+	}
+	if !found {
+		errs = append(errs, field.Required(spec.Child("volumes"), fmt.Sprintf("the agent's socket volume %q was removed", agentVolume)))
+	}
+	for i := range t.Spec.Containers {
+		c := &t.Spec.Containers[i]
+		cp := spec.Child("containers").Index(i)
+		mounted := false
+		for k, m := range c.VolumeMounts {
+			if m.Name == agentVolume {
+				mounted = true
+				if !m.ReadOnly || m.MountPath != socketDir {
+					errs = append(errs, field.Forbidden(cp.Child("volumeMounts").Index(k),
+						fmt.Sprintf("the agent's socket directory must stay mounted read-only at %s", socketDir)))
+				}
+			}
+		}
+		if !mounted {
+			errs = append(errs, field.Required(cp.Child("volumeMounts"), fmt.Sprintf("the agent's socket directory mount %q was removed", agentVolume)))
+		}
+		for _, name := range []string{agentv1alpha1.EnvSocket, agentv1alpha1.EnvAgentUID} {
+			if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
+				errs = append(errs, field.Required(cp.Child("env"), fmt.Sprintf("%s was removed", name)))
+			}
+		}
+	}
+	return errs
 }
