@@ -164,8 +164,8 @@ func TestDefaultInstalls(t *testing.T) {
 				}
 			}
 		}
-		if n < 7 {
-			t.Errorf("%d webhooks, want at least 7 (mutating and validating per job kind, the TrainJob pod webhook)", n)
+		if n < 8 {
+			t.Errorf("%d webhooks, want at least 8 (mutating and validating per job kind, PyTorchJob scale, the TrainJob pod webhook)", n)
 		}
 	})
 }
@@ -190,6 +190,22 @@ func checkWebhook(t *testing.T, config string, h map[string]any) {
 		t.Errorf("%s webhook %v: namespaceSelector %v does not exclude kube-system", config, name, exprs)
 	}
 	if name == "mtrainjobpod.pickyman.dev" {
+		return
+	}
+	if name == "vpytorchjobscale.pickyman.dev" {
+		// A Scale carries none of its job's labels: this webhook has no object selector, so
+		// it must see nothing but updates of the scale subresource (it reads the job to tell).
+		rules, _, _ := unstructured.NestedSlice(h, "rules")
+		for _, r := range rules {
+			res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+			ops, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "operations")
+			if !slices.Equal(res, []string{"pytorchjobs/scale"}) || !slices.Equal(ops, []string{"UPDATE"}) {
+				t.Errorf("%s webhook %v: rule for %v %v, want UPDATE of pytorchjobs/scale only", config, name, ops, res)
+			}
+		}
+		if len(rules) == 0 {
+			t.Errorf("%s webhook %v has no rules", config, name)
+		}
 		return
 	}
 	sel, _, _ := unstructured.NestedSlice(h, "objectSelector", "matchExpressions")
