@@ -47,12 +47,10 @@ type Scheduler struct {
 	Inbox *Inbox
 	// Cache, if set, is watched for node changes that should trigger a cycle.
 	Cache cache.Cache
-	// Pods, if set, reads the pods bound to nodes, of every workload, for the GPUs they hold
-	// (see BuildSnapshot); without it only the pods of PickyMan jobs (Client) are counted.
-	Pods client.Reader
-	// PodsCache, if set, is watched for pods that stop holding GPUs (a cycle can then use
-	// them).
-	PodsCache cache.Cache
+	// Pods, if set, holds the pods bound to nodes, of every workload, for the GPUs they hold
+	// (see BuildSnapshot), and is watched for pods that stop holding them (a cycle can then
+	// use them); without it only the pods of PickyMan jobs (Client) are counted.
+	Pods cache.Cache
 
 	// seen is the progress last reported to the observer, per job ID.
 	seen map[string]allocation.PodProgress
@@ -104,30 +102,23 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	if s.PodsCache != nil {
-		if !s.PodsCache.WaitForCacheSync(ctx) {
+	if s.Pods != nil {
+		if !s.Pods.WaitForCacheSync(ctx) {
 			return ctx.Err() // no cycle before the pods that hold GPUs are known
 		}
-		inf, err := s.PodsCache.GetInformer(ctx, &corev1.Pod{})
+		inf, err := s.Pods.GetInformer(ctx, &corev1.Pod{})
 		if err != nil {
 			return err
 		}
 		gpu := corev1.ResourceName(s.Config.GPUResource)
-		freed := func(obj any) bool {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			p, ok := obj.(*corev1.Pod)
-			return !ok || jobframework.GPULimit(&p.Spec, gpu) > 0
-		}
+		// The cache's field selector turns a pod that finishes into a deletion, so a
+		// deletion is the one event that frees GPUs.
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(_, obj any) {
-				if p, ok := obj.(*corev1.Pod); ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && freed(p) {
-					s.wakeUp()
-				}
-			},
 			DeleteFunc: func(obj any) {
-				if freed(obj) {
+				if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				if p, ok := obj.(*corev1.Pod); !ok || jobframework.GPULimit(&p.Spec, gpu) > 0 {
 					s.wakeUp()
 				}
 			},

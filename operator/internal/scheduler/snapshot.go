@@ -59,7 +59,7 @@ func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocat
 	for i := range allocs {
 		a := &allocs[i]
 		id := allocation.JobID(a)
-		promised := map[string]int32{}
+		var promised map[string]int32
 		if allocation.HoldsGPUs(a) {
 			promised = allocation.GPUsByNode(a.Status.Placement)
 		}

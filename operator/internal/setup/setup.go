@@ -143,16 +143,15 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		return nil, err
 	}
 	sch := scheduler.New(scheduler.Scheduler{
-		Client:    mgr.GetClient(),
-		Reader:    mgr.GetAPIReader(),
-		Recorder:  recorder,
-		Clock:     opts.Clock,
-		Config:    conf,
-		Metrics:   opts.Metrics,
-		Policy:    policy,
-		Cache:     mgr.GetCache(),
-		Pods:      bound,
-		PodsCache: bound,
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: recorder,
+		Clock:    opts.Clock,
+		Config:   conf,
+		Metrics:  opts.Metrics,
+		Policy:   policy,
+		Cache:    mgr.GetCache(),
+		Pods:     bound,
 	})
 	if err := mgr.Add(sch); err != nil {
 		return nil, err

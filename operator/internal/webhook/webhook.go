@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -142,13 +143,8 @@ func (v *Validator) templatesKept(old, job jobframework.GenericJob) field.ErrorL
 		}
 	}
 	templates := job.PodTemplates()
-	names := make([]string, 0, len(templates))
-	for name := range templates {
-		names = append(names, name)
-	}
-	slices.Sort(names)
 	var errs field.ErrorList
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(templates)) {
 		if _, existed := oldTemplates[name]; !existed {
 			continue // a pod set the update adds: the gang checks see to it
 		}
@@ -179,7 +175,7 @@ func (v *Validator) suspendKept(ctx context.Context, req admission.Request, old,
 		}
 	}
 	p := field.NewPath("spec", "suspend")
-	if v.Integration.GVK.Kind == "PyTorchJob" {
+	if v.Integration.GVK == pytorchjob.Integration.GVK {
 		p = field.NewPath("spec", "runPolicy", "suspend")
 	}
 	return field.ErrorList{field.Forbidden(p, fmt.Sprintf(

@@ -65,6 +65,26 @@ func validator(t *testing.T, objs ...client.Object) *Validator {
 	return &Validator{Integration: pytorchjob.Integration, Decoder: admission.NewDecoder(s), Client: c, Config: conf}
 }
 
+// checkResponse fails unless resp allows the request (want empty) or denies it with a
+// message containing every string of want.
+func checkResponse(t *testing.T, resp admission.Response, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if !resp.Allowed {
+			t.Fatalf("denied: %s", resp.Result.Message)
+		}
+		return
+	}
+	if resp.Allowed {
+		t.Fatal("allowed, want denied")
+	}
+	for _, w := range want {
+		if !strings.Contains(resp.Result.Message, w) {
+			t.Errorf("denial %q does not contain %q", resp.Result.Message, w)
+		}
+	}
+}
+
 func TestValidateCreate(t *testing.T) {
 	v := validator(t, node("a", 8, "A100"), node("b", 4, "H100"))
 	cases := map[string]struct {
@@ -90,21 +110,7 @@ func TestValidateCreate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			resp := v.Handle(context.Background(), request(t, admissionv1.Create, tc.job, nil))
-			if len(tc.want) == 0 {
-				if !resp.Allowed {
-					t.Fatalf("denied: %s", resp.Result.Message)
-				}
-				return
-			}
-			if resp.Allowed {
-				t.Fatal("allowed, want denied")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(resp.Result.Message, w) {
-					t.Errorf("denial %q does not contain %q", resp.Result.Message, w)
-				}
-			}
+			checkResponse(t, v.Handle(context.Background(), request(t, admissionv1.Create, tc.job, nil)), tc.want)
 		})
 	}
 }
@@ -232,21 +238,7 @@ func TestValidateUpdateKeepsTemplatesAndSuspend(t *testing.T) {
 			}
 			req := request(t, admissionv1.Update, tc.new, old)
 			req.UserInfo.Username = tc.user
-			resp := v.Handle(context.Background(), req)
-			if len(tc.want) == 0 {
-				if !resp.Allowed {
-					t.Fatalf("denied: %s", resp.Result.Message)
-				}
-				return
-			}
-			if resp.Allowed {
-				t.Fatal("allowed, want denied")
-			}
-			for _, s := range tc.want {
-				if !strings.Contains(resp.Result.Message, s) {
-					t.Errorf("denial %q does not contain %q", resp.Result.Message, s)
-				}
-			}
+			checkResponse(t, v.Handle(context.Background(), req), tc.want)
 		})
 	}
 }
