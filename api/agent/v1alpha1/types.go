@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Environment and socket.
 const (
@@ -98,3 +101,56 @@ type Progress struct {
 	ReadRate  float64   `json:"readRate"`
 	Time      time.Time `json:"time"`
 }
+
+// Bounds of the values an agent reports. A value outside them is not a measurement: the
+// operator ignores a report that holds one (docs/security.md, forged annotations).
+const (
+	// MaxEpochs bounds an epoch count (Epoch, EpochsDone, CheckpointAck.Epoch).
+	MaxEpochs = 1 << 20
+	// MaxEpochSeconds bounds an epoch's duration: 30 days.
+	MaxEpochSeconds = 30 * 24 * 3600
+	// MaxReadRate bounds a pod's storage read rate: 1 TB/s, beyond any node's network.
+	MaxReadRate = 1e12
+	// MaxCheckpointSeconds bounds a checkpoint write or a suspend delay: 1 day.
+	MaxCheckpointSeconds = 24 * 3600
+)
+
+// Validate reports the first field of p outside its bounds: epochs in [0, MaxEpochs], an
+// epoch time finite in [0, MaxEpochSeconds], read bytes non-negative, a read rate finite in
+// [0, MaxReadRate].
+func (p Progress) Validate() error {
+	switch {
+	case p.Epoch < 0 || p.Epoch > MaxEpochs:
+		return fmt.Errorf("epoch %d outside [0, %d]", p.Epoch, MaxEpochs)
+	case p.EpochsDone < 0 || p.EpochsDone > MaxEpochs:
+		return fmt.Errorf("epochsDone %d outside [0, %d]", p.EpochsDone, MaxEpochs)
+	case !inRange(p.EpochSeconds, MaxEpochSeconds):
+		return fmt.Errorf("epochSeconds %v outside [0, %d]", p.EpochSeconds, MaxEpochSeconds)
+	case p.ReadBytes < 0:
+		return fmt.Errorf("readBytes %d is negative", p.ReadBytes)
+	case !inRange(p.ReadRate, MaxReadRate):
+		return fmt.Errorf("readRate %v outside [0, %g]", p.ReadRate, float64(MaxReadRate))
+	}
+	return nil
+}
+
+// Validate reports the first field of a outside its bounds: a request id, an epoch in
+// [0, MaxEpochs], non-negative bytes, finite durations in [0, MaxCheckpointSeconds].
+func (a CheckpointAck) Validate() error {
+	switch {
+	case a.RequestID == "":
+		return fmt.Errorf("requestId is empty")
+	case a.Epoch < 0 || a.Epoch > MaxEpochs:
+		return fmt.Errorf("epoch %d outside [0, %d]", a.Epoch, MaxEpochs)
+	case a.Bytes < 0:
+		return fmt.Errorf("bytes %d is negative", a.Bytes)
+	case !inRange(a.Seconds, MaxCheckpointSeconds):
+		return fmt.Errorf("seconds %v outside [0, %d]", a.Seconds, MaxCheckpointSeconds)
+	case !inRange(a.SuspendSeconds, MaxCheckpointSeconds):
+		return fmt.Errorf("suspendSeconds %v outside [0, %d]", a.SuspendSeconds, MaxCheckpointSeconds)
+	}
+	return nil
+}
+
+// inRange reports whether v is a finite number in [0, hi] (NaN is not).
+func inRange(v, hi float64) bool { return v >= 0 && v <= hi }

@@ -25,7 +25,9 @@ type PodProgress struct {
 }
 
 // ReadProgress folds the progress annotations of a job's pods: the least epochs done (the
-// gang advances together) and the longest epoch time.
+// gang advances together) and the longest epoch time. A report that does not parse or holds
+// a value outside the contract's bounds (agentv1alpha1.Progress.Validate) is ignored, as if
+// the pod had not reported.
 func ReadProgress(pods []*corev1.Pod) PodProgress {
 	p := PodProgress{Pods: len(pods)}
 	first := true
@@ -35,7 +37,7 @@ func ReadProgress(pods []*corev1.Pod) PodProgress {
 			continue
 		}
 		var pr agentv1alpha1.Progress
-		if json.Unmarshal([]byte(v), &pr) != nil {
+		if json.Unmarshal([]byte(v), &pr) != nil || pr.Validate() != nil {
 			continue
 		}
 		if first || pr.EpochsDone < p.EpochsDone {
@@ -71,7 +73,7 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 		Preemptions:     st.Preemptions,
 		Attained:        time.Duration(st.AttainedGPUSeconds) * time.Second,
 		Epochs:          a.Spec.Epochs,
-		EpochsDone:      max(st.EpochsDone, st.ResumeEpoch, prog.EpochsDone),
+		EpochsDone:      epochsDone(a, prog),
 		EpochTime:       prog.EpochTime,
 		DatasetBytes:    a.Spec.DatasetBytes,
 		CheckpointBytes: a.Spec.CheckpointBytes,
@@ -115,4 +117,15 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 		}
 	}
 	return j
+}
+
+// epochsDone is the epochs an Allocation's job has completed: the most of what its status
+// records and its pods report, never more than the job's own epochs (a report beyond them
+// would make an unfinished job look finishing, and so never a victim).
+func epochsDone(a *v1alpha1.Allocation, prog PodProgress) int32 {
+	done := max(a.Status.EpochsDone, a.Status.ResumeEpoch, prog.EpochsDone)
+	if a.Spec.Epochs > 0 {
+		done = min(done, a.Spec.Epochs)
+	}
+	return done
 }

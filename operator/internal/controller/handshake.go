@@ -106,14 +106,16 @@ func (r *HandshakeReconciler) RequestPods(ctx context.Context, a *v1alpha1.Alloc
 	return nil
 }
 
-// ackOf returns the pod's acknowledgement of request id, if any.
+// ackOf returns the pod's acknowledgement of request id, if any. An acknowledgement outside
+// the contract's bounds (agentv1alpha1.CheckpointAck.Validate) counts as none: the pod is
+// waited for until the deadline.
 func ackOf(p *corev1.Pod, id string) (agentv1alpha1.CheckpointAck, bool) {
 	v, ok := p.Annotations[agentv1alpha1.AnnotationCheckpointAck]
 	if !ok {
 		return agentv1alpha1.CheckpointAck{}, false
 	}
 	var ack agentv1alpha1.CheckpointAck
-	if json.Unmarshal([]byte(v), &ack) != nil || ack.RequestID != id {
+	if json.Unmarshal([]byte(v), &ack) != nil || ack.RequestID != id || ack.Validate() != nil {
 		return agentv1alpha1.CheckpointAck{}, false
 	}
 	return ack, true
@@ -167,7 +169,11 @@ func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Alloca
 	}
 	// The job resumes from the oldest checkpoint of the gang: the least epoch the
 	// acknowledgements name, or, past the deadline, the least epoch a silent pod reported
-	// complete (the agent checkpoints at epoch ends). It never goes back.
+	// complete (the agent checkpoints at epoch ends). It never goes back, nor past the job's
+	// own epochs.
+	if a.Spec.Epochs > 0 && resume > a.Spec.Epochs {
+		resume = a.Spec.Epochs
+	}
 	if resume > a.Status.ResumeEpoch {
 		a.Status.ResumeEpoch, a.Status.ResumePath = resume, path
 	}
