@@ -67,14 +67,14 @@ var _ = ginkgo.Describe("Agent in testbed mode on 100 fake nodes", ginkgo.Ordere
 			fams, err := scrape(suite.opts.AgentMetricsURL())
 			g.Expect(err).NotTo(gomega.HaveOccurred())
 			seen := 0
-			for _, m := range fams["DCGM_FI_DEV_GPU_UTIL"].GetMetric() {
+			for _, m := range fams["pickyman_agent_gpu_utilization_percent"].GetMetric() {
 				if served[label(m, "Hostname")] {
 					seen++
 				}
 			}
 			g.Expect(seen).To(gomega.Equal(nodes * gpusPerNode))
-			g.Expect(fams).To(gomega.HaveKey("DCGM_FI_DEV_FB_USED"))
-			g.Expect(fams).To(gomega.HaveKey("DCGM_FI_DEV_FB_FREE"))
+			g.Expect(fams).To(gomega.HaveKey("pickyman_agent_gpu_memory_used_mib"))
+			g.Expect(fams).To(gomega.HaveKey("pickyman_agent_gpu_memory_free_mib"))
 		}, time.Minute, time.Second).Should(gomega.Succeed())
 
 		ginkgo.By("a PyTorchJob of a master and 3 workers of 8 GPUs trains on four of them")
@@ -90,7 +90,7 @@ var _ = ginkgo.Describe("Agent in testbed mode on 100 fake nodes", ginkgo.Ordere
 			fams, err := scrape(suite.opts.AgentMetricsURL())
 			g.Expect(err).NotTo(gomega.HaveOccurred())
 			busy := 0
-			for _, m := range fams["DCGM_FI_DEV_GPU_UTIL"].GetMetric() {
+			for _, m := range fams["pickyman_agent_gpu_utilization_percent"].GetMetric() {
 				if label(m, "namespace") == ns && strings.HasPrefix(label(m, "pod"), job+"-") && m.GetGauge().GetValue() > 50 {
 					busy++
 				}

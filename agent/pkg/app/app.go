@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2/textlogger"
@@ -39,7 +40,11 @@ type Options struct {
 	Fake        gpu.FakeConfig
 	MetricsAddr string
 	Resync      time.Duration
-	LabelNode   bool
+	// LabelNode is when the agent publishes GPU feature-discovery labels on its node:
+	// LabelAuto, LabelAlways or LabelNever.
+	LabelNode string
+	// DCGMMetrics exports the GPU gauges under dcgm-exporter's names (metrics.Collector).
+	DCGMMetrics bool
 
 	// PrepareSocketDir, when >= 0, makes the socket directory owned by this uid and exits
 	// (the DaemonSet's init container, the only step that runs as root).
@@ -57,7 +62,8 @@ func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.Fake.MemoryMiB, "fake-gpu-memory-mib", 81920, "fake backend: memory of one GPU in MiB")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9400", "address of the Prometheus metrics endpoint (\"0\" disables it)")
 	fs.DurationVar(&o.Resync, "resync", 2*time.Second, "period of the registry sync from the pod informer (no API request) and of the progress refresh")
-	fs.BoolVar(&o.LabelNode, "label-node", true, "publish the GPU feature-discovery labels on the node")
+	fs.StringVar(&o.LabelNode, "label-node", LabelAuto, "publish the GPU feature-discovery labels (nvidia.com/gpu.product, .count, .memory) on the node: auto (unless NVIDIA's GPU feature discovery labels it), true or false")
+	fs.BoolVar(&o.DCGMMetrics, "dcgm-metrics", false, "export the GPU gauges under dcgm-exporter's names (DCGM_FI_DEV_*) instead of pickyman_agent_gpu_* (for a cluster without dcgm-exporter)")
 	fs.IntVar(&o.PrepareSocketDir, "prepare-socket-dir", -1, "create the socket directory, give it to this uid, and exit")
 }
 
@@ -138,6 +144,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if o.Node == "" {
 		return errors.New("--node (or $NODE_NAME) is required")
 	}
+	if o.LabelNode != LabelAuto && o.LabelNode != LabelAlways && o.LabelNode != LabelNever {
+		return fmt.Errorf("--label-node %q: want auto, true or false", o.LabelNode)
+	}
 	backend, err := openBackend(o)
 	if err != nil {
 		return err
@@ -160,6 +169,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 	co.Client = podClient
 	col := metrics.New(func() map[string]gpu.Backend { return map[string]gpu.Backend{o.Node: backend} }, reg)
+	col.DCGMNames = o.DCGMMetrics
 	co.OnAck = col.Acked
 
 	if err := os.MkdirAll(o.SocketDir, 0o755); err != nil {
@@ -175,8 +185,8 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	go func() { errc <- srv.Serve(ctx, l) }()
 	go func() { errc <- co.Run(ctx) }()
 	go func() { errc <- ServeMetrics(ctx, o.MetricsAddr, col) }()
-	if o.LabelNode {
-		go func() { errc <- labelNode(ctx, kube, o.Node, backend, log) }()
+	if o.LabelNode != LabelNever {
+		go func() { errc <- labelNode(ctx, kube, o.Node, o.LabelNode, backend, log) }()
 	}
 	log.Info("agent running", "node", o.Node, "socket", l.Addr().String(), "backend", o.Backend)
 	return Wait(ctx, errc)
@@ -193,23 +203,59 @@ func openBackend(o Options) (gpu.Backend, error) {
 	return nil, fmt.Errorf("unknown --gpu-backend %q (nvml or fake)", o.Backend)
 }
 
+// Values of --label-node.
+const (
+	// LabelAuto publishes the GPU labels unless NVIDIA's GPU feature discovery (GFD, part
+	// of the GPU Operator) labels the node: it owns the same nvidia.com/gpu.* keys, and two
+	// writers would fight over them.
+	LabelAuto   = "auto"
+	LabelAlways = "true"
+	LabelNever  = "false"
+)
+
+// LabelGFDTimestamp is the label GPU feature discovery writes on every node it labels; its
+// presence says GFD runs there.
+const LabelGFDTimestamp = "nvidia.com/gfd.timestamp"
+
 // labelNode publishes the GPU labels now and every ten minutes (the GPUs rarely change, but
-// the labels may have been removed).
-func labelNode(ctx context.Context, kube client.Client, node string, b gpu.Backend, log logr.Logger) error {
+// the labels may have been removed), in mode LabelAuto only while GFD does not label the
+// node.
+func labelNode(ctx context.Context, kube client.Client, node, mode string, b gpu.Backend, log logr.Logger) error {
+	gfd := false
 	for {
-		devs, err := b.Devices()
-		if err == nil {
-			err = coord.PublishGPULabels(ctx, kube, node, devs)
-		}
+		published, err := PublishLabels(ctx, kube, node, mode, b)
 		if err != nil && ctx.Err() == nil {
 			log.Error(err, "publish GPU labels")
 		}
+		if !published && err == nil && !gfd {
+			log.Info("GPU feature discovery labels this node; not publishing GPU labels (--label-node=true to publish anyway)", "node", node)
+		}
+		gfd = !published && err == nil
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(10 * time.Minute):
 		}
 	}
+}
+
+// PublishLabels sets the GPU labels of b's devices on node and reports whether it did: in
+// mode LabelAuto not on a node that GPU feature discovery labels (LabelGFDTimestamp).
+func PublishLabels(ctx context.Context, kube client.Client, node, mode string, b gpu.Backend) (bool, error) {
+	if mode == LabelAuto {
+		n := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return false, fmt.Errorf("read node %s: %w", node, err)
+		}
+		if _, ok := n.Labels[LabelGFDTimestamp]; ok {
+			return false, nil
+		}
+	}
+	devs, err := b.Devices()
+	if err != nil {
+		return false, err
+	}
+	return true, coord.PublishGPULabels(ctx, kube, node, devs)
 }
 
 func ServeMetrics(ctx context.Context, addr string, col prometheus.Collector) error {

@@ -13,12 +13,26 @@ import (
 
 var gpuLabels = []string{"gpu", "UUID", "modelName", "Hostname", "pod", "namespace", "container"}
 
+// gpuDescs are the three GPU gauges under one set of names.
+type gpuDescs struct{ util, fbUsed, fbFree *prometheus.Desc }
+
 var (
-	descUtil   = prometheus.NewDesc("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", gpuLabels, nil)
-	descFBUsed = prometheus.NewDesc("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", gpuLabels, nil)
-	descFBFree = prometheus.NewDesc("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", gpuLabels, nil)
-	descGPUs   = prometheus.NewDesc("pickyman_agent_gpus", "GPUs the agent sees on its node.", []string{"Hostname"}, nil)
-	descUp     = prometheus.NewDesc("pickyman_agent_gpu_backend_up", "1 if the last GPU read succeeded.", []string{"Hostname"}, nil)
+	// ownGPU are the agent's own names, the default: beside the GPU Operator's dcgm-exporter
+	// they neither double its series nor fight it for them.
+	ownGPU = gpuDescs{
+		util:   prometheus.NewDesc("pickyman_agent_gpu_utilization_percent", "GPU utilization (in %).", gpuLabels, nil),
+		fbUsed: prometheus.NewDesc("pickyman_agent_gpu_memory_used_mib", "GPU framebuffer memory used (in MiB).", gpuLabels, nil),
+		fbFree: prometheus.NewDesc("pickyman_agent_gpu_memory_free_mib", "GPU framebuffer memory free (in MiB).", gpuLabels, nil),
+	}
+	// dcgmGPU are dcgm-exporter's names (Collector.DCGMNames), for a cluster without it whose
+	// dashboards read them.
+	dcgmGPU = gpuDescs{
+		util:   prometheus.NewDesc("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", gpuLabels, nil),
+		fbUsed: prometheus.NewDesc("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", gpuLabels, nil),
+		fbFree: prometheus.NewDesc("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", gpuLabels, nil),
+	}
+	descGPUs = prometheus.NewDesc("pickyman_agent_gpus", "GPUs the agent sees on its node.", []string{"Hostname"}, nil)
+	descUp   = prometheus.NewDesc("pickyman_agent_gpu_backend_up", "1 if the last GPU read succeeded.", []string{"Hostname"}, nil)
 
 	podLabels      = []string{"namespace", "pod"}
 	descEpochsDone = prometheus.NewDesc("pickyman_agent_pod_epochs_done", "Epochs a training pod completed (including those before its resume point).", podLabels, nil)
@@ -34,6 +48,11 @@ type Collector struct {
 	// testbed mode.
 	Backends func() map[string]gpu.Backend
 	Registry *api.Registry
+	// DCGMNames exports the GPU gauges under dcgm-exporter's names (DCGM_FI_DEV_GPU_UTIL,
+	// DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_FB_FREE) instead of the agent's own
+	// (pickyman_agent_gpu_*). Off by default: where the GPU Operator runs dcgm-exporter, the
+	// same names from two exporters would double every series.
+	DCGMNames bool
 
 	// APIErrors counts failed local API calls by error code.
 	APIErrors *prometheus.CounterVec
@@ -65,15 +84,24 @@ func (c *Collector) Acked(p api.Pod, _ agentv1alpha1.CheckpointAck) {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUtil, descFBUsed, descFBFree, descGPUs, descUp, descEpochsDone, descEpochSecs, descReadBytes, descReadRate} {
+	g := c.gpuDescs()
+	for _, d := range []*prometheus.Desc{g.util, g.fbUsed, g.fbFree, descGPUs, descUp, descEpochsDone, descEpochSecs, descReadBytes, descReadRate} {
 		ch <- d
 	}
 	c.APIErrors.Describe(ch)
 	c.Acks.Describe(ch)
 }
 
+func (c *Collector) gpuDescs() gpuDescs {
+	if c.DCGMNames {
+		return dcgmGPU
+	}
+	return ownGPU
+}
+
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	g := c.gpuDescs()
 	for host, b := range c.Backends() {
 		devs, err := b.Devices()
 		up := 1.0
@@ -84,9 +112,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGPUs, prometheus.GaugeValue, float64(len(devs)), host)
 		for _, d := range devs {
 			lv := []string{strconv.Itoa(d.Index), d.UUID, d.Product, host, d.Pod, d.Namespace, d.Container}
-			ch <- prometheus.MustNewConstMetric(descUtil, prometheus.GaugeValue, float64(d.Utilization), lv...)
-			ch <- prometheus.MustNewConstMetric(descFBUsed, prometheus.GaugeValue, float64(d.MemoryUsed>>20), lv...)
-			ch <- prometheus.MustNewConstMetric(descFBFree, prometheus.GaugeValue, float64(d.MemoryFree()>>20), lv...)
+			ch <- prometheus.MustNewConstMetric(g.util, prometheus.GaugeValue, float64(d.Utilization), lv...)
+			ch <- prometheus.MustNewConstMetric(g.fbUsed, prometheus.GaugeValue, float64(d.MemoryUsed>>20), lv...)
+			ch <- prometheus.MustNewConstMetric(g.fbFree, prometheus.GaugeValue, float64(d.MemoryFree()>>20), lv...)
 		}
 	}
 	if c.Registry != nil {

@@ -17,6 +17,20 @@ import (
 )
 
 func TestCollector(t *testing.T) {
+	for name, tc := range map[string]struct {
+		dcgm                 bool
+		util, fbUsed, fbFree string
+	}{
+		"own names by default":  {util: "pickyman_agent_gpu_utilization_percent", fbUsed: "pickyman_agent_gpu_memory_used_mib", fbFree: "pickyman_agent_gpu_memory_free_mib"},
+		"dcgm-exporter's names": {dcgm: true, util: "DCGM_FI_DEV_GPU_UTIL", fbUsed: "DCGM_FI_DEV_FB_USED", fbFree: "DCGM_FI_DEV_FB_FREE"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			testCollector(t, tc.dcgm, tc.util, tc.fbUsed, tc.fbFree)
+		})
+	}
+}
+
+func testCollector(t *testing.T, dcgm bool, util, fbUsed, fbFree string) {
 	f, err := gpu.NewFake(gpu.FakeConfig{Node: "n1", Product: "NVIDIA A100-SXM4-40GB", Count: 2, MemoryMiB: 40960})
 	if err != nil {
 		t.Fatal(err)
@@ -26,6 +40,7 @@ func TestCollector(t *testing.T) {
 	reg := api.NewRegistry(clock.RealClock{}, nil)
 	reg.SetPod(api.Pod{UID: "u", Namespace: "team", Name: "bert-worker-0", Resume: agentv1alpha1.ResumePoint{Epoch: 2}})
 	c := New(func() map[string]gpu.Backend { return map[string]gpu.Backend{"n1": f} }, reg)
+	c.DCGMNames = dcgm
 	c.APIError(protocol.ErrForbidden)
 	c.Acked(api.Pod{Namespace: "team"}, agentv1alpha1.CheckpointAck{})
 	devs, _ := f.Devices()
@@ -57,12 +72,12 @@ func TestCollector(t *testing.T) {
 		return fmt.Sprintf("Hostname=n1,UUID=%s,container=%s,gpu=%d,modelName=NVIDIA A100-SXM4-40GB,namespace=%s,pod=%s", devs[i].UUID, ctr, i, ns, pod)
 	}
 	want := []string{
-		"DCGM_FI_DEV_FB_FREE{" + labels(0, "") + "} 40960",
-		"DCGM_FI_DEV_FB_FREE{" + labels(1, "bert-worker-0") + "} 30720",
-		"DCGM_FI_DEV_FB_USED{" + labels(0, "") + "} 0",
-		"DCGM_FI_DEV_FB_USED{" + labels(1, "bert-worker-0") + "} 10240",
-		"DCGM_FI_DEV_GPU_UTIL{" + labels(0, "") + "} 0",
-		"DCGM_FI_DEV_GPU_UTIL{" + labels(1, "bert-worker-0") + "} 87",
+		fbFree + "{" + labels(0, "") + "} 40960",
+		fbFree + "{" + labels(1, "bert-worker-0") + "} 30720",
+		fbUsed + "{" + labels(0, "") + "} 0",
+		fbUsed + "{" + labels(1, "bert-worker-0") + "} 10240",
+		util + "{" + labels(0, "") + "} 0",
+		util + "{" + labels(1, "bert-worker-0") + "} 87",
 		"pickyman_agent_api_errors_total{code=forbidden} 1",
 		"pickyman_agent_checkpoint_acks_total{namespace=team} 1",
 		"pickyman_agent_gpu_backend_up{Hostname=n1} 1",
