@@ -46,6 +46,7 @@ var gpuModels = map[string]GPUModel{
 	"T4":        {Product: "Tesla-T4", MemoryMiB: 15360},
 	"A10":       {Product: "NVIDIA-A10", MemoryMiB: 23028},
 	"L4":        {Product: "NVIDIA-L4", MemoryMiB: 23034},
+	"A40":       {Product: "NVIDIA-A40", MemoryMiB: 46068},
 }
 
 // KnownGPUModels lists the short model names that LookupGPUModel knows, sorted.

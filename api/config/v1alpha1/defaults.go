@@ -32,6 +32,7 @@ func (c *Configuration) Default() {
 	setD(&c.Checkpoint.NowDeadline, 2*time.Minute)
 	setD(&c.ScheduleInterval, 10*time.Second)
 	setD(&c.ReservationTimeout, time.Hour)
+	setD(&c.NodeLostTimeout, 5*time.Minute)
 	if c.GPUResource == "" {
 		c.GPUResource = "nvidia.com/gpu"
 	}

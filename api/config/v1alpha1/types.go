@@ -28,6 +28,11 @@ type Configuration struct {
 	// queue threshold, a PickyMan protection ending) and when a reservation times out; the
 	// resync reads what sends no event, such as the training progress agents annotate.
 	ScheduleInterval metav1.Duration `json:"scheduleInterval"`
+	// NodeLostTimeout is how long a node that runs a job may be NotReady before the job is
+	// sent back to the queue, to resume elsewhere from the epoch its pods last completed
+	// (a deleted node sends its jobs back at once). Kubernetes evicts pods from such a node
+	// after the same default (tolerationSeconds 300).
+	NodeLostTimeout metav1.Duration `json:"nodeLostTimeout"`
 	// GPUResource is the extended resource that counts GPUs.
 	GPUResource string `json:"gpuResource"`
 	// GPUProductLabel is the node label that names the GPU model.

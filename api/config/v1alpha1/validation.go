@@ -58,6 +58,9 @@ func (c *Configuration) Validate(validatePolicy PolicyValidator) field.ErrorList
 	if c.ScheduleInterval.Duration <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("scheduleInterval"), c.ScheduleInterval.Duration.String(), "must be positive"))
 	}
+	if c.NodeLostTimeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("nodeLostTimeout"), c.NodeLostTimeout.Duration.String(), "must be positive"))
+	}
 	if c.Checkpoint.BoundaryDeadline.Duration <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("checkpoint", "boundaryDeadline"), c.Checkpoint.BoundaryDeadline.Duration.String(), "must be positive"))
 	}

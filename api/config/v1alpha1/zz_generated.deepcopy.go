@@ -57,6 +57,7 @@ func (in *Configuration) DeepCopyInto(out *Configuration) {
 	out.Checkpoint = in.Checkpoint
 	out.ReservationTimeout = in.ReservationTimeout
 	out.ScheduleInterval = in.ScheduleInterval
+	out.NodeLostTimeout = in.NodeLostTimeout
 	in.Manager.DeepCopyInto(&out.Manager)
 	out.ClientConnection = in.ClientConnection
 }

@@ -173,6 +173,9 @@ func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched
 	if p.Mode == sched.SuspendNow {
 		mode, deadline = v1alpha1.SuspendNow, s.Config.Checkpoint.NowDeadline.Duration
 	}
+	if p.Reason == ReasonNodeLost {
+		deadline = 0 // nothing to wait for (requeueLost)
+	}
 	resize := p.Resize != nil
 	if resize {
 		a.Status.Resizes++

@@ -56,6 +56,9 @@ type Scheduler struct {
 	seen map[string]allocation.PodProgress
 	// progress is the pods' progress of the last snapshot, per job ID.
 	progress map[string]allocation.PodProgress
+	// lost are the Admitted Allocations of the last snapshot placed on a lost node
+	// (lostNodes).
+	lost []*v1alpha1.Allocation
 	// reservationDue is when the earliest reservation of the last snapshot times out
 	// (zero: none).
 	reservationDue time.Time
@@ -199,6 +202,13 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		return err
 	}
 	s.updateGauges(snap, allocs)
+	// 1b. Jobs on a lost node go back to the queue first; the next cycle decides without
+	// them.
+	if n, err := s.requeueLost(ctx, s.lost); err != nil || n > 0 {
+		s.Inbox.requeue(events)
+		s.wakeUp()
+		return err
+	}
 	for _, ev := range events {
 		s.Observer.Observe(ev)
 	}
@@ -275,6 +285,7 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	}
 	view := jobframework.NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
 	s.progress = progress
+	s.lost = onLostNode(allocs, lostNodes(nodes.Items, list.Items, now, s.Config.NodeLostTimeout.Duration))
 	return BuildSnapshot(now, nodes.Items, list.Items, bound, progress, view), allocs, nil
 }
 

@@ -13,7 +13,7 @@ type NodeView struct {
 }
 
 // SchedNode converts a Node; ok is false for a node without GPUs. A node is unschedulable
-// when it is cordoned or carries a NoSchedule or NoExecute taint.
+// when it is cordoned, carries a NoSchedule or NoExecute taint, or reports itself not Ready.
 func (v NodeView) SchedNode(n *corev1.Node) (sched.Node, bool) {
 	q, ok := n.Status.Allocatable[v.GPUResource]
 	if !ok || q.Value() <= 0 {
@@ -22,6 +22,13 @@ func (v NodeView) SchedNode(n *corev1.Node) (sched.Node, bool) {
 	out := sched.Node{Name: n.Name, GPUModel: n.Labels[v.GPUProductLabel], GPUs: int32(q.Value()), Unschedulable: n.Spec.Unschedulable}
 	for _, t := range n.Spec.Taints {
 		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			out.Unschedulable = true
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		// A node that reports itself not Ready takes no new gang, before the node lifecycle
+		// controller taints it (a node that has not reported yet has no Ready condition).
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
 			out.Unschedulable = true
 		}
 	}
