@@ -18,6 +18,7 @@ import (
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/setup"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 )
 
@@ -202,7 +203,18 @@ func TestNoOvercommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stop := time.Now().Add(8 * time.Second)
+	if admitted := checkNoOvercommit(t, ns, 8, 8*time.Second); admitted == 0 {
+		t.Fatal("no job was admitted")
+	}
+}
+
+// checkNoOvercommit watches namespace ns for d: no node is ever promised more than gpus
+// GPUs by the Allocations, nor asked for more by the pods bound to it. It returns how many
+// jobs were admitted at the end.
+func checkNoOvercommit(t *testing.T, ns string, gpus int32, d time.Duration) int {
+	t.Helper()
+	ctx := context.Background()
+	stop := time.Now().Add(d)
 	admitted := 0
 	for time.Now().Before(stop) {
 		var list v1alpha1.AllocationList
@@ -223,8 +235,8 @@ func TestNoOvercommit(t *testing.T) {
 			}
 		}
 		for n, g := range used {
-			if g > 8 {
-				t.Fatalf("node %s promised %d GPUs of 8", n, g)
+			if g > gpus {
+				t.Fatalf("node %s promised %d GPUs of %d", n, g, gpus)
 			}
 		}
 		var pods corev1.PodList
@@ -239,13 +251,52 @@ func TestNoOvercommit(t *testing.T) {
 			}
 		}
 		for n, g := range onNode {
-			if g > 8 {
-				t.Fatalf("pods bound to %s ask for %d GPUs of 8", n, g)
+			if g > int64(gpus) {
+				t.Fatalf("pods bound to %s ask for %d GPUs of %d", n, g, gpus)
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if admitted == 0 {
+	return admitted
+}
+
+// TestTwoSchedulersNoOvercommit: two operators run at once without leader election (each
+// with its own scheduler, job and handshake controllers) on one 8-GPU node; four 4-GPU jobs,
+// then two high-priority ones that preempt. The scheduler fence keeps them from promising the
+// same GPUs: no node is ever promised more than it has (TestFenceTwoSchedulers shows the
+// interleaving that over-commits without it).
+func TestTwoSchedulersNoOvercommit(t *testing.T) {
+	ns := newNamespace(t)
+	makeNodes(t, 8, "fence-a")
+	fakeTrainingOperator(t, ns)
+	startOperator(t, testConfig("kueue"))
+	second, err := setup.New(env.Config, testConfig("kueue"), setup.Options{DisableMetricsServer: true, SkipNameValidation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- second.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("second operator: %v", err)
+		}
+	})
+	for i := range 4 {
+		if err := k8s.Create(ctx, utiltesting.MakePyTorchJob(fmt.Sprintf("j%d", i), ns).Master(4).Obj()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		time.Sleep(2 * time.Second)
+		for i := range 2 {
+			if err := k8s.Create(ctx, utiltesting.MakePyTorchJob(fmt.Sprintf("h%d", i), ns).Queue("high").Master(4).Obj()); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	if admitted := checkNoOvercommit(t, ns, 8, 10*time.Second); admitted == 0 {
 		t.Fatal("no job was admitted")
 	}
 }

@@ -20,6 +20,7 @@ type Metrics struct {
 	PredictionError   prometheus.Histogram
 	CycleDuration     prometheus.Histogram
 	RejectedDecisions prometheus.Counter
+	FencedCycles      prometheus.Counter
 	Finished          *prometheus.CounterVec
 }
 
@@ -78,6 +79,10 @@ func New() *Metrics {
 			Namespace: namespace, Name: "rejected_decisions_total",
 			Help: "Scheduling cycles whose decisions failed validation and were not carried out.",
 		}),
+		FencedCycles: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "fenced_cycles_total",
+			Help: "Scheduling cycles whose decisions were dropped because another scheduler promised GPUs since their snapshot (the scheduler fence).",
+		}),
 		Finished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "jobs_finished_total",
 			Help: "Jobs finished, by queue and outcome (Succeeded, Failed).",
@@ -88,7 +93,7 @@ func New() *Metrics {
 // Collectors lists every collector.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.QueueLength, m.AdmissionLatency, m.WaitingTime, m.Admissions, m.Preemptions,
-		m.HandshakeDuration, m.GPUsAllocated, m.GPUsFree, m.PredictionError, m.CycleDuration, m.RejectedDecisions, m.Finished}
+		m.HandshakeDuration, m.GPUsAllocated, m.GPUsFree, m.PredictionError, m.CycleDuration, m.RejectedDecisions, m.FencedCycles, m.Finished}
 }
 
 // Register registers the collectors with reg.

@@ -13,6 +13,7 @@ import (
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -47,6 +48,9 @@ type Scheduler struct {
 	Inbox *Inbox
 	// Cache, if set, is watched for node changes that should trigger a cycle.
 	Cache cache.Cache
+	// Fence, if set, keeps schedulers that run at once from promising the same GPUs (see
+	// Fence).
+	Fence *Fence
 	// Pods, if set, holds the pods bound to nodes, of every workload, for the GPUs they hold
 	// (see BuildSnapshot), and is watched for pods that stop holding them (a cycle can then
 	// use them); without it only the pods of PickyMan jobs (Client) are counted.
@@ -195,11 +199,23 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 
 	// 1. Snapshot, after taking the events the controllers observed so far (their writes are
 	// in it), which the policy learns before it decides.
+	// The fence is read before the snapshot (see Fence).
 	events := s.Inbox.take()
+	var fence *fenceState
+	if s.Fence != nil {
+		var err error
+		if fence, err = s.Fence.read(ctx); err != nil {
+			s.Inbox.requeue(events)
+			return err
+		}
+	}
 	snap, allocs, err := s.snapshot(ctx)
 	if err != nil {
 		s.Inbox.requeue(events)
 		return err
+	}
+	if fence != nil {
+		countPromises(snap, allocs, fence.others)
 	}
 	s.updateGauges(snap, allocs)
 	// 1b. Jobs on a lost node go back to the queue first; the next cycle decides without
@@ -229,7 +245,22 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		return nil
 	}
 
-	// 4. Act.
+	// 4. Act, once the fence holds this cycle's promises; if another scheduler swapped it
+	// since this cycle read it, this cycle's snapshot may miss that one's promises: decide
+	// again.
+	if fence != nil {
+		if ps := promisesOf(d, allocs); len(ps) > 0 {
+			if err := s.Fence.commit(ctx, fence, ps); err != nil {
+				if !apierrors.IsConflict(err) {
+					return err
+				}
+				s.Metrics.FencedCycles.Inc()
+				log.FromContext(ctx).Info("another scheduler promised GPUs since this cycle's snapshot; deciding again")
+				s.wakeUp()
+				return nil
+			}
+		}
+	}
 	return s.act(ctx, snap, allocs, d)
 }
 

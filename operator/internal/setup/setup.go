@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/pickyman/pickyman/operator/pkg/jobframework/kinds"
@@ -12,9 +14,12 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -70,6 +75,27 @@ type Options struct {
 	// SkipNameValidation allows several managers in one process to register controllers of
 	// the same names (tests that restart the operator).
 	SkipNameValidation bool
+}
+
+// OperatorNamespace is the namespace of the operator's own objects (the leader-election
+// lease and the scheduler fence): the configuration's leader-election namespace, else the
+// namespace of the pod it runs in, else "default" (a local run).
+func OperatorNamespace(conf *configv1.Configuration) string {
+	if ns := conf.Manager.LeaderElectionNamespace; ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return metav1.NamespaceDefault
+}
+
+// fenceIdentity names this process in the scheduler fence, as leader election names it.
+func fenceIdentity() string {
+	host, _ := os.Hostname()
+	return host + "_" + string(uuid.NewUUID())
 }
 
 // New builds the operator's manager with every controller registered.
@@ -152,6 +178,11 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		Policy:   policy,
 		Cache:    mgr.GetCache(),
 		Pods:     bound,
+		Fence: &scheduler.Fence{
+			Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Clock: opts.Clock,
+			Key:      types.NamespacedName{Namespace: OperatorNamespace(conf), Name: scheduler.FenceName},
+			Identity: fenceIdentity(),
+		},
 	})
 	if err := mgr.Add(sch); err != nil {
 		return nil, err

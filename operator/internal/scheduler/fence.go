@@ -1,0 +1,171 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// Fence keeps two schedulers that run at once (leader election off, or two leaders for a
+// moment after a partition) from promising the same GPUs. Leader election makes that rare;
+// the fence makes it impossible, whatever the timing.
+//
+// The fence is one Lease. Every cycle reads it before its snapshot, and a cycle that
+// promises GPUs (starts, grows) first replaces it, compare-and-swap on the resourceVersion
+// it read, with the promises it is about to write. So:
+//
+//   - Two cycles that read the same fence cannot both act: the second swap fails, its
+//     decisions are dropped, and it decides again on a fresh snapshot.
+//   - A cycle that reads the fence after another's swap sees that other's promises, and
+//     counts those its snapshot does not show yet (the Allocation writes that follow the
+//     swap may not have landed) as used.
+//
+// A scheduler ignores its own promises (its writes end before its next cycle starts) and
+// another's older than PromiseTTL (writes that took longer, or a scheduler that died
+// between its swap and its writes: those Allocations show the outcome by then).
+type Fence struct {
+	// Reader reads the Lease from the API server (never a cache: the read must be as fresh
+	// as the snapshot's); Client writes it.
+	Reader client.Reader
+	Client client.Client
+	Clock  clock.Clock
+	// Key names the Lease (FenceName in the operator's namespace).
+	Key types.NamespacedName
+	// Identity names this scheduler in the Lease's holder.
+	Identity string
+}
+
+// FenceName is the name of the fence's Lease.
+const FenceName = "pickyman-scheduler-fence"
+
+// PromiseTTL is how long another scheduler's promises in the fence count: far longer than
+// a cycle's writes take.
+const PromiseTTL = 30 * time.Second
+
+// annotationPromises holds a fence's promises, as JSON.
+const annotationPromises = "pickyman.dev/promises"
+
+// promise is GPUs a cycle promised a job on a node: the job's whole holding there after the
+// cycle's writes.
+type promise struct {
+	Job  string `json:"job"`
+	Node string `json:"node"`
+	GPUs int32  `json:"gpus"`
+}
+
+// fenceState is the fence as one cycle read it.
+type fenceState struct {
+	lease *coordinationv1.Lease
+	// others are the promises of another scheduler still within PromiseTTL.
+	others []promise
+}
+
+// read reads the fence, creating it if it does not exist.
+func (f *Fence) read(ctx context.Context) (*fenceState, error) {
+	l := &coordinationv1.Lease{}
+	err := f.Reader.Get(ctx, f.Key, l)
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: f.Key.Name, Namespace: f.Key.Namespace}}
+		if err = f.Client.Create(ctx, l); apierrors.IsAlreadyExists(err) {
+			err = f.Reader.Get(ctx, f.Key, l)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scheduler fence %s: %w", f.Key, err)
+	}
+	st := &fenceState{lease: l}
+	holder := ""
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	if holder == "" || holder == f.Identity || l.Spec.RenewTime == nil || f.Clock.Since(l.Spec.RenewTime.Time) > PromiseTTL {
+		return st, nil
+	}
+	if v := l.Annotations[annotationPromises]; v != "" {
+		if err := json.Unmarshal([]byte(v), &st.others); err != nil {
+			// Promises that cannot be read cannot be counted: refuse to act on them.
+			return nil, fmt.Errorf("scheduler fence %s: promises of %s: %w", f.Key, holder, err)
+		}
+	}
+	return st, nil
+}
+
+// commit swaps in this cycle's promises; it fails with a conflict if another scheduler
+// swapped since st was read.
+func (f *Fence) commit(ctx context.Context, st *fenceState, ps []promise) error {
+	b, err := json.Marshal(ps)
+	if err != nil {
+		return err
+	}
+	l := st.lease.DeepCopy()
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[annotationPromises] = string(b)
+	now := metav1.NewMicroTime(f.Clock.Now())
+	id := f.Identity
+	l.Spec.HolderIdentity, l.Spec.RenewTime = &id, &now
+	return f.Client.Update(ctx, l)
+}
+
+// countPromises adds to the snapshot's nodes the GPUs the fence's other promises hold that
+// the listed Allocations do not show yet.
+func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, ps []promise) {
+	idx := make(map[string]int, len(snap.Nodes))
+	for i := range snap.Nodes {
+		idx[snap.Nodes[i].Name] = i
+	}
+	for _, p := range ps {
+		k, ok := idx[p.Node]
+		if !ok {
+			continue
+		}
+		var held int32
+		if a := allocs[p.Job]; a != nil && allocation.HoldsGPUs(a) {
+			held = allocation.GPUsByNode(a.Status.Placement)[p.Node]
+		}
+		if extra := p.GPUs - held; extra > 0 {
+			snap.Nodes[k].Used += extra
+		}
+	}
+}
+
+// promisesOf lists the GPUs decisions d promise: each start's placement, and each grow's
+// placement after it (what the job holds until its restart plus what it adds).
+func promisesOf(d sched.Decisions, allocs map[string]*v1alpha1.Allocation) []promise {
+	var out []promise
+	add := func(job string, slots []sched.Slot) {
+		byNode := map[string]int32{}
+		var nodes []string
+		for _, sl := range slots {
+			if _, ok := byNode[sl.Node]; !ok {
+				nodes = append(nodes, sl.Node)
+			}
+			byNode[sl.Node] += sl.GPUs
+		}
+		for _, n := range nodes {
+			out = append(out, promise{Job: job, Node: n, GPUs: byNode[n]})
+		}
+	}
+	for _, st := range d.Starts {
+		add(st.JobID, st.Placement)
+	}
+	for _, p := range d.Preemptions {
+		if a := allocs[p.JobID]; a != nil && p.Resize != nil {
+			add(p.JobID, sched.Union(allocation.ToSlots(a.Status.Placement), p.Resize))
+		}
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
+	"github.com/pickyman/pickyman/operator/internal/metrics"
+	"github.com/pickyman/pickyman/operator/pkg/policies"
+)
+
+// TestFenceTwoSchedulers: two schedulers run at once (leader election off) on one 8-GPU node
+// with four queued 4-GPU jobs. The second one's cycle runs in the worst place: after the
+// first has taken its snapshot and decided to start two jobs, in the middle of its
+// Allocation writes (the first landed, the second not yet), just after a high-priority job
+// arrived. The second scheduler sees 4 GPUs free and starts the new job on them; the first
+// one's second write touches another Allocation, so no resourceVersion stops it. Without the
+// fence the node is promised 12 GPUs; with it never more than 8.
+func TestFenceTwoSchedulers(t *testing.T) {
+	for name, fenced := range map[string]bool{"fenced": true, "without the fence (the failure it prevents)": false} {
+		t.Run(name, func(t *testing.T) {
+			s := runtime.NewScheme()
+			for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, kftraining.AddToScheme} {
+				if err := add(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			objs := []client.Object{&corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: "n"},
+				Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}},
+			}}
+			for i := range 4 {
+				name := fmt.Sprintf("j%d", i)
+				a := &v1alpha1.Allocation{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(time.Unix(int64(1000+i), 0))},
+					Spec:       v1alpha1.AllocationSpec{Job: v1alpha1.JobReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: name}, Queue: "default", PodSets: []v1alpha1.PodSet{{Name: "Master", Count: 1, GPUsPerPod: 4}}},
+				}
+				a.Status.Phase = v1alpha1.AllocationQueued
+				objs = append(objs, a)
+			}
+			var (
+				second func()
+				once   sync.Once
+				writes int
+				mu     sync.Mutex
+			)
+			base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
+			// The first scheduler's client: after its first Allocation write lands, the
+			// second scheduler runs a whole cycle.
+			first := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					err := c.SubResource(sub).Update(ctx, obj, opts...)
+					mu.Lock()
+					writes++
+					mu.Unlock()
+					if err == nil && second != nil {
+						once.Do(second)
+					}
+					return err
+				},
+			})
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			newScheduler := func(c client.Client, id string) *Scheduler {
+				cfg := &configv1.Configuration{}
+				cfg.Default()
+				cfg.WriteConcurrency = 1             // one write at a time: the second cycle runs between them
+				pol, err := policies.ByName("kueue") // priority first: the second scheduler starts the new job at once
+				if err != nil {
+					t.Fatal(err)
+				}
+				sch := New(Scheduler{Client: c, Reader: c, Clock: clk, Config: cfg, Metrics: metrics.New(), Policy: pol})
+				if fenced {
+					sch.Fence = &Fence{Reader: c, Client: c, Clock: clk, Key: types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}, Identity: id}
+				}
+				return sch
+			}
+			a, b := newScheduler(first, "a"), newScheduler(base, "b")
+			ctx := context.Background()
+			second = func() {
+				h := &v1alpha1.Allocation{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "h", CreationTimestamp: metav1.NewTime(time.Unix(2000, 0))},
+					Spec:       v1alpha1.AllocationSpec{Job: v1alpha1.JobReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "h"}, Queue: "default", Priority: 100, PodSets: []v1alpha1.PodSet{{Name: "Master", Count: 1, GPUsPerPod: 4}}},
+				}
+				h.Status.Phase = v1alpha1.AllocationQueued
+				if err := base.Create(ctx, h); err != nil {
+					t.Error(err)
+				}
+				if err := base.Status().Update(ctx, h); err != nil {
+					t.Error(err)
+				}
+				if err := b.Cycle(ctx); err != nil {
+					t.Errorf("second scheduler: %v", err)
+				}
+			}
+			if err := a.Cycle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// A few more cycles of both, as their loops would run.
+			for range 3 {
+				for _, sch := range []*Scheduler{a, b} {
+					if err := sch.Cycle(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var list v1alpha1.AllocationList
+			if err := base.List(ctx, &list); err != nil {
+				t.Fatal(err)
+			}
+			promised, admitted := int32(0), 0
+			for i := range list.Items {
+				if al := &list.Items[i]; allocation.HoldsGPUs(al) {
+					promised += allocation.GPUsByNode(al.Status.Placement)["n"]
+					admitted++
+				}
+			}
+			if fenced {
+				if promised != 8 || admitted != 2 {
+					t.Fatalf("node n promised %d GPUs of 8 to %d jobs, want 8 to 2", promised, admitted)
+				}
+				return
+			}
+			if promised <= 8 {
+				t.Fatalf("without the fence node n was promised %d GPUs: the interleaving did not happen, so the fenced case shows nothing", promised)
+			}
+		})
+	}
+}
+
+// TestFencePromises: a scheduler counts another's promises that its snapshot does not show
+// yet, not its own, and not once they are older than PromiseTTL.
+func TestFencePromises(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	key := types.NamespacedName{Namespace: "ns", Name: FenceName}
+	a := &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: "a"}
+	b := &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: "b"}
+	ctx := context.Background()
+	sa, err := a.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := []promise{{Job: "ns/j", Node: "n", GPUs: 8}}
+	if err := a.commit(ctx, sa, ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.commit(ctx, sb, ps); err == nil {
+		t.Fatal("both schedulers swapped the fence they read at the same version")
+	}
+	if st, err := b.read(ctx); err != nil || len(st.others) != 1 {
+		t.Fatalf("b reads %+v (%v), want a's promise", st, err)
+	}
+	if st, err := a.read(ctx); err != nil || len(st.others) != 0 {
+		t.Fatalf("a reads %+v (%v), want none of its own", st, err)
+	}
+	clk.Step(PromiseTTL + time.Second)
+	if st, err := b.read(ctx); err != nil || len(st.others) != 0 {
+		t.Fatalf("b reads %+v (%v) past the TTL, want none", st, err)
+	}
+}
