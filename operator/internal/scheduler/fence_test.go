@@ -64,7 +64,7 @@ func TestFenceTwoSchedulers(t *testing.T) {
 			base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
 			// The first scheduler's client: after its first Allocation write lands, the
 			// second scheduler runs a whole cycle.
-			first := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+			first := interceptor.NewClient(base, interceptor.Funcs{
 				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 					err := c.SubResource(sub).Update(ctx, obj, opts...)
 					mu.Lock()
