@@ -5,15 +5,18 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/e2e/util"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 	"github.com/pickyman/pickyman/testbed/cluster"
 )
 
@@ -74,8 +77,8 @@ var _ = ginkgo.Describe("PickyMan elastic PyTorchJob", ginkgo.Ordered, ginkgo.La
 		gomega.Eventually(func(g gomega.Gomega) {
 			cur := &pickymanv1.Allocation{}
 			g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: allocName("elastic")}, cur)).To(gomega.Succeed())
-			g.Expect(cur.Status.Phase).To(gomega.Equal(pickymanv1.AllocationAdmitted))
-			g.Expect(podCountOf(cur)).To(gomega.Equal(int32(4)))
+			g.Expect(cur.Status.Phase).To(gomega.Equal(pickymanv1.AllocationAdmitted), describeOnNodes(ctx, cur, env.nodes))
+			g.Expect(podCountOf(cur)).To(gomega.Equal(int32(4)), describeOnNodes(ctx, cur, env.nodes))
 			g.Expect(cur.Status.Resizes).To(gomega.BeNumerically(">=", 2))
 		}, 2*util.Timeout, util.Interval).Should(gomega.Succeed())
 
@@ -85,6 +88,35 @@ var _ = ginkgo.Describe("PickyMan elastic PyTorchJob", ginkgo.Ordered, ginkgo.La
 		expectNoOverCommit(env.watcher)
 	}, ginkgo.SpecTimeout(10*time.Minute))
 })
+
+// describeOnNodes says, for a failure message, where Allocation a stands (phase, last
+// condition, placement, reservation, resizes) and which pods hold GPUs on nodes: what a
+// job that does not grow or start is waiting for.
+func describeOnNodes(ctx context.Context, a *pickymanv1.Allocation, nodes []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "allocation %s/%s: phase %s, placement %v, reserved %v, resizes %d, preemptions %d",
+		a.Namespace, a.Name, a.Status.Phase, a.Status.Placement, a.Status.Reserved, a.Status.Resizes, a.Status.Preemptions)
+	if n := len(a.Status.Conditions); n > 0 {
+		c := a.Status.Conditions[n-1]
+		fmt.Fprintf(&b, "; last condition %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	on := map[string]bool{}
+	for _, n := range nodes {
+		on[n] = true
+	}
+	var pods corev1.PodList
+	if err := suite.client.List(ctx, &pods); err != nil {
+		fmt.Fprintf(&b, "; pods: %v", err)
+		return b.String()
+	}
+	for _, p := range pods.Items {
+		if on[p.Spec.NodeName] {
+			fmt.Fprintf(&b, "; pod %s/%s on %s: %s, GPUs %d, deleting %v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase,
+				jobframework.GPULimit(&p.Spec, "nvidia.com/gpu"), p.DeletionTimestamp != nil)
+		}
+	}
+	return b.String()
+}
 
 // podCountOf is the number of pods of an Allocation's gang.
 func podCountOf(a *pickymanv1.Allocation) int32 {
