@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -48,6 +49,7 @@ var _ = ginkgo.Describe("PickyMan with a node lost under a running job", ginkgo.
 		expectProgress(ctx, ns, "orphan", 2)
 
 		ginkgo.By("deleting the node " + lost + " the job trains on")
+		deleted := time.Now()
 		gomega.Expect(suite.clients.DeleteNodes(ctx, []string{lost})).To(gomega.Succeed())
 
 		ginkgo.By("the job is requeued (NodeLost) and admitted on the other node")
@@ -60,7 +62,11 @@ var _ = ginkgo.Describe("PickyMan with a node lost under a running job", ginkgo.
 			g.Expect(cur.Status.Placement[0].Node).NotTo(gomega.Equal(lost))
 			a = cur
 		}, 3*util.Timeout, util.Interval).Should(gomega.Succeed())
+		recovered := time.Since(deleted)
 		gomega.Expect(a.Status.ResumeEpoch).To(gomega.BeNumerically(">=", 2), "resumed from epoch %d, after 2 were done", a.Status.ResumeEpoch)
+		line := fmt.Sprintf("nodelost: node deleted under a running job; re-admitted on %s after %.1f s, resuming from epoch %d", a.Status.Placement[0].Node, recovered.Seconds(), a.Status.ResumeEpoch)
+		ginkgo.AddReportEntry("nodelost", line)
+		fmt.Fprintln(ginkgo.GinkgoWriter, line)
 
 		ginkgo.By("the job finishes on the other node")
 		expectSucceeded(ctx, ns, "orphan", 3*time.Minute)
