@@ -83,13 +83,25 @@ func TestIntegrationAdmissionPolicies(t *testing.T) {
 		return c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, b))
 	}
 
-	// The policies take effect once the API server has loaded them: wait for the first refusal.
+	// Each policy takes effect once the API server has loaded it and its binding, each on its
+	// own: wait for a refusal by every one (a probe allowed before then changes nothing that
+	// the cases below depend on).
 	deadline := time.Now().Add(30 * time.Second)
-	for podPatch(agent, "train", "on-b", progress) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the agent of node-a still annotates a pod on node-b after 30s: the admission policies are not in force")
+	for policy, probe := range map[string]func() error{
+		"pickyman-agent-node-restriction": func() error { return podPatch(agent, "train", "on-b", progress) },
+		"pickyman-agent-writes": func() error {
+			return podPatch(agent, "train", "on-a", map[string]any{"metadata": map[string]any{"labels": map[string]string{"probe": "x"}}})
+		},
+		"pickyman-agent-annotations": func() error {
+			return podPatch(admin, "train", "on-a", map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: `{"id":"probe","mode":"now"}`}}})
+		},
+	} {
+		for probe() == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("admission policy %s is not in force after 30s", policy)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 
 	tests := []struct {
