@@ -12,6 +12,7 @@ import (
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -269,8 +270,15 @@ func TestTwoSchedulersNoOvercommit(t *testing.T) {
 	ns := newNamespace(t)
 	makeNodes(t, 8, "fence-a")
 	fakeTrainingOperator(t, ns)
-	startOperator(t, testConfig("kueue"))
-	second, err := setup.New(env.Config, testConfig("kueue"), setup.Options{DisableMetricsServer: true, SkipNameValidation: true})
+	conf := func() *configv1.Configuration {
+		c := testConfig("kueue")
+		// No agent acknowledges here: victims go at the deadline.
+		c.Checkpoint.NowDeadline = metav1.Duration{Duration: 2 * time.Second}
+		c.Checkpoint.BoundaryDeadline = metav1.Duration{Duration: 2 * time.Second}
+		return c
+	}
+	startOperator(t, conf())
+	second, err := setup.New(env.Config, conf(), setup.Options{DisableMetricsServer: true, SkipNameValidation: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +304,8 @@ func TestTwoSchedulersNoOvercommit(t *testing.T) {
 			}
 		}
 	}()
-	if admitted := checkNoOvercommit(t, ns, 8, 10*time.Second); admitted == 0 {
-		t.Fatal("no job was admitted")
+	checkNoOvercommit(t, ns, 8, 12*time.Second)
+	for _, h := range []string{"h0", "h1"} {
+		waitPhase(t, ns, h, v1alpha1.AllocationAdmitted, 20*time.Second)
 	}
 }

@@ -29,12 +29,14 @@ import (
 //   - Two cycles that read the same fence cannot both act: the second swap fails, its
 //     decisions are dropped, and it decides again on a fresh snapshot.
 //   - A cycle that reads the fence after another's swap sees that other's promises, and
-//     counts those its snapshot does not show yet (the Allocation writes that follow the
-//     swap may not have landed) as used.
+//     counts as used those whose write has not landed yet: the promise names the
+//     resourceVersion of the Allocation it was decided on, and the write that carries it
+//     out is guarded by that version, so while the listed Allocation still has it the write
+//     may yet land; once it has another, the listing shows what became of the promise (the
+//     write landed, or something else changed the Allocation and the write will fail).
 //
 // A scheduler ignores its own promises (its writes end before its next cycle starts) and
-// another's older than PromiseTTL (writes that took longer, or a scheduler that died
-// between its swap and its writes: those Allocations show the outcome by then).
+// another's older than PromiseTTL (a scheduler that died between its swap and its writes).
 type Fence struct {
 	// Reader reads the Lease from the API server (never a cache: the read must be as fresh
 	// as the snapshot's); Client writes it.
@@ -58,11 +60,12 @@ const PromiseTTL = 30 * time.Second
 const annotationPromises = "pickyman.dev/promises"
 
 // promise is GPUs a cycle promised a job on a node: the job's whole holding there after the
-// cycle's writes.
+// cycle's writes, decided on the Allocation at ResourceVersion.
 type promise struct {
-	Job  string `json:"job"`
-	Node string `json:"node"`
-	GPUs int32  `json:"gpus"`
+	Job             string `json:"job"`
+	ResourceVersion string `json:"resourceVersion"`
+	Node            string `json:"node"`
+	GPUs            int32  `json:"gpus"`
 }
 
 // fenceState is the fence as one cycle read it.
@@ -120,8 +123,8 @@ func (f *Fence) commit(ctx context.Context, st *fenceState, ps []promise) error 
 	return f.Client.Update(ctx, l)
 }
 
-// countPromises adds to the snapshot's nodes the GPUs the fence's other promises hold that
-// the listed Allocations do not show yet.
+// countPromises adds to the snapshot's nodes the GPUs of the fence's other promises whose
+// write has not landed: their Allocation is listed at the version they were decided on.
 func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, ps []promise) {
 	idx := make(map[string]int, len(snap.Nodes))
 	for i := range snap.Nodes {
@@ -132,8 +135,12 @@ func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation,
 		if !ok {
 			continue
 		}
+		a := allocs[p.Job]
+		if a == nil || a.ResourceVersion != p.ResourceVersion {
+			continue // gone, or changed since: the listing shows the outcome
+		}
 		var held int32
-		if a := allocs[p.Job]; a != nil && allocation.HoldsGPUs(a) {
+		if allocation.HoldsGPUs(a) {
 			held = allocation.GPUsByNode(a.Status.Placement)[p.Node]
 		}
 		if extra := p.GPUs - held; extra > 0 {
@@ -147,6 +154,10 @@ func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation,
 func promisesOf(d sched.Decisions, allocs map[string]*v1alpha1.Allocation) []promise {
 	var out []promise
 	add := func(job string, slots []sched.Slot) {
+		a := allocs[job]
+		if a == nil {
+			return // no write follows
+		}
 		byNode := map[string]int32{}
 		var nodes []string
 		for _, sl := range slots {
@@ -156,7 +167,7 @@ func promisesOf(d sched.Decisions, allocs map[string]*v1alpha1.Allocation) []pro
 			byNode[sl.Node] += sl.GPUs
 		}
 		for _, n := range nodes {
-			out = append(out, promise{Job: job, Node: n, GPUs: byNode[n]})
+			out = append(out, promise{Job: job, ResourceVersion: a.ResourceVersion, Node: n, GPUs: byNode[n]})
 		}
 	}
 	for _, st := range d.Starts {

@@ -24,6 +24,7 @@ import (
 	"github.com/pickyman/pickyman/operator/internal/allocation"
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
 // TestFenceTwoSchedulers: two schedulers run at once (leader election off) on one 8-GPU node
@@ -181,5 +182,42 @@ func TestFencePromises(t *testing.T) {
 	clk.Step(PromiseTTL + time.Second)
 	if st, err := b.read(ctx); err != nil || len(st.others) != 0 {
 		t.Fatalf("b reads %+v (%v) past the TTL, want none", st, err)
+	}
+}
+
+// TestCountPromises: another scheduler's promise counts while its Allocation is still at the
+// version the promise was decided on (the write may yet land), beyond what it already holds
+// there; not once the Allocation changed (the listing shows the outcome).
+func TestCountPromises(t *testing.T) {
+	alloc := func(rv string, phase v1alpha1.AllocationPhase, gpus int32) *v1alpha1.Allocation {
+		a := &v1alpha1.Allocation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j", ResourceVersion: rv}}
+		a.Status.Phase = phase
+		if gpus > 0 {
+			a.Status.Placement = []v1alpha1.NodeAssignment{{PodSet: "Master", Node: "n", Pods: 1, GPUs: gpus}}
+		}
+		return a
+	}
+	p := promise{Job: "ns/j", ResourceVersion: "5", Node: "n", GPUs: 8}
+	for name, tc := range map[string]struct {
+		alloc *v1alpha1.Allocation
+		want  int32
+	}{
+		"start not landed":                {alloc: alloc("5", v1alpha1.AllocationQueued, 0), want: 8},
+		"start landed":                    {alloc: alloc("6", v1alpha1.AllocationAdmitted, 8), want: 0},
+		"admitted, then suspended":        {alloc: alloc("9", v1alpha1.AllocationQueued, 0), want: 0},
+		"grow not landed: the added GPUs": {alloc: alloc("5", v1alpha1.AllocationAdmitted, 4), want: 4},
+		"deleted":                         {want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			snap := &sched.Snapshot{Nodes: []sched.Node{{Name: "n", GPUs: 8}}}
+			allocs := map[string]*v1alpha1.Allocation{}
+			if tc.alloc != nil {
+				allocs["ns/j"] = tc.alloc
+			}
+			countPromises(snap, allocs, []promise{p})
+			if got := snap.Nodes[0].Used; got != tc.want {
+				t.Errorf("used %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
