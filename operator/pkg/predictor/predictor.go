@@ -103,7 +103,15 @@ type Predictor struct {
 	scores []Score
 	// storeErr is the first error the store returned; predictions go on from memory.
 	storeErr error
+	// revision counts the observations that changed what predictions rest on (Revision).
+	revision uint64
 }
+
+// Revision counts the observations that changed what the predictions rest on, not only
+// their progress: a model's fit moved, or a job's first epoch since it started replaced the
+// profile, the estimate or the prior as its source. A policy that skips cycles on an
+// unchanged snapshot decides again when it changed.
+func (p *Predictor) Revision() uint64 { return p.revision }
 
 var _ sched.Observer = (*Predictor)(nil)
 
@@ -175,6 +183,9 @@ func (p *Predictor) Observe(ev sched.Event) {
 		st := p.state(j.ID)
 		st.epochSum += ev.Duration
 		st.epochN++
+		if st.epochN == 1 {
+			p.revision++ // the job's own epochs are its source from now on
+		}
 		// Publish the job's sample at its 1st, 2nd, 4th, 8th... epoch: the mean settles
 		// fast, and the database is written O(log epochs) times per job.
 		if st.epochN >= 2*st.published || st.published == 0 {
@@ -204,7 +215,10 @@ func (p *Predictor) publish(j *sched.Job, st *jobState) {
 	if err := p.store.Update(pr); err != nil {
 		p.noteErr(err)
 	}
-	p.fits[j.Model] = profile.FitSamples(pr.Samples, p.cfg.Fit)
+	if f := profile.FitSamples(pr.Samples, p.cfg.Fit); f != p.fits[j.Model] {
+		p.fits[j.Model] = f
+		p.revision++
+	}
 }
 
 func (p *Predictor) noteErr(err error) {

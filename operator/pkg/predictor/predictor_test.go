@@ -183,3 +183,27 @@ func TestProfileLearnsFromEpochsBeforeFinish(t *testing.T) {
 		t.Errorf("Predict = %+v, want the profile's 2 x 120 s from four running jobs' first epochs", got)
 	}
 }
+
+// TestRevision: the revision moves when a job's first epoch makes its own epochs its source
+// and when a published sample moves its model's fit; not at an epoch that changes neither.
+func TestRevision(t *testing.T) {
+	p := New(nil, DefaultConfig())
+	j := makeJob("a").obj()
+	epoch := func(d time.Duration) uint64 {
+		p.Observe(sched.Event{Kind: sched.EventEpoch, Time: t0, Job: j, Duration: d})
+		return p.Revision()
+	}
+	p.Observe(sched.Event{Kind: sched.EventStarted, Time: t0, Job: j})
+	r0 := p.Revision()
+	r1 := epoch(time.Minute) // first epoch, and the first sample of the model
+	if r1 <= r0 {
+		t.Fatalf("revision %d after the first epoch, want more than %d", r1, r0)
+	}
+	if r2 := epoch(time.Minute); r2 != r1 {
+		t.Errorf("revision %d after an epoch that moved nothing (the sample's mean is the same), want %d", r2, r1)
+	}
+	r3 := epoch(time.Minute) // epoch 3: not published (1, 2, 4, 8...)
+	if r4 := epoch(5 * time.Minute); r4 <= r3 {
+		t.Errorf("revision %d after the 4th epoch moved the mean and the fit, want more than %d", r4, r3)
+	}
+}

@@ -77,10 +77,17 @@ func (p *Policy) Overhead() *overhead.Model { return p.ovh }
 
 // Observe implements sched.Observer: it feeds the predictor and the overhead model.
 func (p *Policy) Observe(ev sched.Event) {
+	rev := p.pred.Revision()
 	p.pred.Observe(ev)
 	p.ovh.Observe(ev)
 	switch ev.Kind {
 	case sched.EventTraffic, sched.EventEpoch:
+		// Progress alone only shrinks a saving (see Schedule), but an epoch that moved a
+		// model's fit or gave a job its first measured epoch can change a decision: whether
+		// an elastic job gains by growing, which victim is cheapest.
+		if p.pred.Revision() != rev {
+			p.changed = true
+		}
 	default:
 		p.changed = true
 	}

@@ -1,6 +1,8 @@
 package pickyman
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -125,5 +127,46 @@ func TestGrowthBesideAnotherModelsQueue(t *testing.T) {
 				t.Errorf("grew = %v, want %v; decisions %+v", grew, tc.grows, d)
 			}
 		})
+	}
+}
+
+// TestFitChangeMakesTheNextCycleFull: whether an elastic job gains by growing depends on its
+// model's fit, which changes when an epoch ends (a published sample), not only at the events
+// that change the snapshot. A cycle after such a change is full: the job grows once the fit
+// says growing pays, although no job arrived, started or ended meanwhile.
+func TestFitChangeMakesTheNextCycleFull(t *testing.T) {
+	p := New(DefaultOptions())
+	epoch := func(id string, gpus int32, d time.Duration) {
+		j := utiltesting.MakeJob(id).GPUs(gpus, 1).Model("resnet50").Obj()
+		p.Observe(sched.Event{Kind: sched.EventStarted, Time: now, Job: j})
+		p.Observe(sched.Event{Kind: sched.EventEpoch, Time: now, Job: j, Duration: d})
+	}
+	// Four jobs of the model: as fast on 8 GPUs as on 4, so growing gains nothing.
+	for i, g := range []int32{4, 4, 8, 8} {
+		epoch(fmt.Sprintf("p%d", i), g, time.Minute)
+	}
+	if f := p.pred.Fit("resnet50"); !f.Trusted || f.DistinctGPUs < 2 {
+		t.Fatalf("fit %+v, want trusted over two allocations", f)
+	}
+	grower := elasticJob("e", 2, 8, 0, "a", "a", "a", "a") // 4 of its 8 workers, 4 GPUs idle
+	snap := func(at time.Time) *sched.Snapshot {
+		return utiltesting.MakeSnapshot(at).Nodes(utiltesting.MakeNode("a", 8).Obj()).Jobs(grower).Obj()
+	}
+	grows := func(d sched.Decisions) bool {
+		return slices.ContainsFunc(d.Preemptions, func(pr sched.Preemption) bool { return pr.JobID == "e" && pr.Reason == ReasonGrow })
+	}
+	if grows(p.Schedule(snap(now))) {
+		t.Fatal("grew although its model runs as fast on 8 GPUs as on 4")
+	}
+	// The 4-GPU jobs' next epochs take 3 min: their mean is now 2 min, twice the 8-GPU time.
+	for _, id := range []string{"p0", "p1"} {
+		j := utiltesting.MakeJob(id).GPUs(4, 1).Model("resnet50").Obj()
+		p.Observe(sched.Event{Kind: sched.EventEpoch, Time: now, Job: j, Duration: 3 * time.Minute})
+	}
+	if f := p.pred.Fit("resnet50"); f.At(8) >= f.At(4) {
+		t.Fatalf("fit %+v still says 8 GPUs are no faster", f)
+	}
+	if !grows(p.Schedule(snap(now.Add(time.Second)))) {
+		t.Fatal("the same snapshot after the fit changed: the cycle was skipped, the job did not grow")
 	}
 }
