@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -326,6 +327,27 @@ type occurrence struct {
 	at     time.Time
 }
 
+// withStatus completes a job's event occurrences from its Allocation: events are best
+// effort (an operator killed between a write and the flush of its event recorder loses the
+// event), while the Allocation records the first admission and the end for good. A job
+// without a Started event starts at its FirstAdmitted, one without a Finished event
+// finishes at its Finished time.
+func withStatus(occ []occurrence, a *pickymanv1.Allocation) []occurrence {
+	if a == nil {
+		return occ
+	}
+	has := func(reason string) bool {
+		return slices.ContainsFunc(occ, func(o occurrence) bool { return o.reason == reason })
+	}
+	if t := a.Status.FirstAdmitted; t != nil && !has("Started") {
+		occ = append(occ, occurrence{"Started", t.Time})
+	}
+	if t := a.Status.Finished; t != nil && !has("Finished") {
+		occ = append(occ, occurrence{"Finished", t.Time})
+	}
+	return occ
+}
+
 // timelines builds the run from the operator's events (events.k8s.io, microsecond times) and
 // the Allocations.
 func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, submitted []time.Time, start time.Time) (*metrics.Run, error) {
@@ -361,7 +383,7 @@ func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub
 	var missing []string
 	for i, j := range jobs {
 		name := JobName(i)
-		occ := byJob[name]
+		occ := withStatus(byJob[name], allocs[name])
 		sort.Slice(occ, func(a, b int) bool { return occ[a].at.Before(occ[b].at) })
 		rec := metrics.JobRecord{ID: j.ID, GPUs: j.GPUs, Submit: trace(submitted[i]), Service: j.Duration}
 		var startAt time.Time

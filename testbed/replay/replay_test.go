@@ -160,6 +160,26 @@ func TestTimelines(t *testing.T) {
 		jobs, []time.Time{start}, start); err == nil {
 		t.Errorf("a job with no Finished event: no error")
 	}
+
+	// An operator killed before its event recorder flushed loses the Started event; the
+	// Allocation's first admission stands in for it (and its Finished time for a lost
+	// Finished event).
+	first, done := metav1.NewTime(start.Add(3*time.Second)), metav1.NewTime(start.Add(40*time.Second))
+	a.Status.FirstAdmitted, a.Status.Finished = &first, &done
+	if err := c.Status().Update(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	kube = kubefake.NewClientset(ev("t00000", "Queued", 1))
+	run, err = timelines(context.Background(), Clients{Client: c, Kube: kube}, Options{Namespace: "ns", TimeScale: 60},
+		jobs, []time.Time{start.Add(time.Second)}, start)
+	if err != nil {
+		t.Fatalf("events lost, Allocation complete: %v", err)
+	}
+	want = []metrics.JobRecord{{ID: "job-1", GPUs: 8, Submit: time.Minute, FirstStart: 3 * time.Minute, Finish: 40 * time.Minute,
+		Service: time.Hour, Held: 37 * time.Minute, Preemptions: 1}}
+	if d := cmp.Diff(want, run.Jobs); d != "" {
+		t.Errorf("records from the Allocation (-want +got):\n%s", d)
+	}
 }
 
 var _ client.Object = (*pickymanv1.Allocation)(nil)
