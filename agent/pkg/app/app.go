@@ -227,10 +227,11 @@ func labelNode(ctx context.Context, kube client.Client, node, mode string, b gpu
 		if err != nil && ctx.Err() == nil {
 			log.Error(err, "publish GPU labels")
 		}
-		if !published && err == nil && !gfd {
+		skipped := !published && err == nil
+		if skipped && !gfd {
 			log.Info("GPU feature discovery labels this node; not publishing GPU labels (--label-node=true to publish anyway)", "node", node)
 		}
-		gfd = !published && err == nil
+		gfd = skipped
 		select {
 		case <-ctx.Done():
 			return nil

@@ -120,12 +120,16 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 }
 
 // epochsDone is the epochs an Allocation's job has completed: the most of what its status
-// records and its pods report, never more than the job's own epochs (a report beyond them
-// would make an unfinished job look finishing, and so never a victim).
+// records and its pods report, within the job's own epochs.
 func epochsDone(a *v1alpha1.Allocation, prog PodProgress) int32 {
-	done := max(a.Status.EpochsDone, a.Status.ResumeEpoch, prog.EpochsDone)
+	return WithinEpochs(a, max(a.Status.EpochsDone, a.Status.ResumeEpoch, prog.EpochsDone))
+}
+
+// WithinEpochs bounds an epoch count that pods reported to the job's own epochs, if known:
+// a count beyond them would make an unfinished job look finishing, and so never a victim.
+func WithinEpochs(a *v1alpha1.Allocation, epochs int32) int32 {
 	if a.Spec.Epochs > 0 {
-		done = min(done, a.Spec.Epochs)
+		return min(epochs, a.Spec.Epochs)
 	}
-	return done
+	return epochs
 }

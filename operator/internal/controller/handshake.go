@@ -171,9 +171,7 @@ func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Alloca
 	// acknowledgements name, or, past the deadline, the least epoch a silent pod reported
 	// complete (the agent checkpoints at epoch ends). It never goes back, nor past the job's
 	// own epochs.
-	if a.Spec.Epochs > 0 && resume > a.Spec.Epochs {
-		resume = a.Spec.Epochs
-	}
+	resume = allocation.WithinEpochs(a, resume)
 	if resume > a.Status.ResumeEpoch {
 		a.Status.ResumeEpoch, a.Status.ResumePath = resume, path
 	}

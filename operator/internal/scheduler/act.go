@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -167,15 +168,16 @@ func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement
 // (its id is derived from the Allocation, so repeating the decision never makes a second
 // request). The handshake controller puts the request on the job's pods and does the rest.
 func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched.Preemption) error {
-	now := metav1.NewTime(s.Clock.Now())
-	mode := v1alpha1.SuspendBoundary
-	deadline := s.Config.Checkpoint.BoundaryDeadline.Duration
 	if p.Mode == sched.SuspendNow {
-		mode, deadline = v1alpha1.SuspendNow, s.Config.Checkpoint.NowDeadline.Duration
+		return s.requestCheckpoint(ctx, a, p, v1alpha1.SuspendNow, s.Config.Checkpoint.NowDeadline.Duration)
 	}
-	if p.Reason == ReasonNodeLost {
-		deadline = 0 // nothing to wait for (requeueLost)
-	}
+	return s.requestCheckpoint(ctx, a, p, v1alpha1.SuspendBoundary, s.Config.Checkpoint.BoundaryDeadline.Duration)
+}
+
+// requestCheckpoint writes preemption p as a checkpoint request in mode, due deadline from
+// now (see preempt).
+func (s *Scheduler) requestCheckpoint(ctx context.Context, a *v1alpha1.Allocation, p sched.Preemption, mode v1alpha1.SuspendMode, deadline time.Duration) error {
+	now := metav1.NewTime(s.Clock.Now())
 	resize := p.Resize != nil
 	if resize {
 		a.Status.Resizes++

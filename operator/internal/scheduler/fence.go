@@ -158,16 +158,12 @@ func promisesOf(d sched.Decisions, allocs map[string]*v1alpha1.Allocation) []pro
 		if a == nil {
 			return // no write follows
 		}
-		byNode := map[string]int32{}
-		var nodes []string
+		seen := map[string]bool{}
 		for _, sl := range slots {
-			if _, ok := byNode[sl.Node]; !ok {
-				nodes = append(nodes, sl.Node)
+			if !seen[sl.Node] {
+				seen[sl.Node] = true
+				out = append(out, promise{Job: job, ResourceVersion: a.ResourceVersion, Node: sl.Node, GPUs: sched.GPUsOn(slots, sl.Node)})
 			}
-			byNode[sl.Node] += sl.GPUs
-		}
-		for _, n := range nodes {
-			out = append(out, promise{Job: job, ResourceVersion: a.ResourceVersion, Node: n, GPUs: byNode[n]})
 		}
 	}
 	for _, st := range d.Starts {

@@ -59,8 +59,6 @@ func TestFenceTwoSchedulers(t *testing.T) {
 			var (
 				second func()
 				once   sync.Once
-				writes int
-				mu     sync.Mutex
 			)
 			base := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
 			// The first scheduler's client: after its first Allocation write lands, the
@@ -68,9 +66,6 @@ func TestFenceTwoSchedulers(t *testing.T) {
 			first := interceptor.NewClient(base, interceptor.Funcs{
 				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 					err := c.SubResource(sub).Update(ctx, obj, opts...)
-					mu.Lock()
-					writes++
-					mu.Unlock()
 					if err == nil && second != nil {
 						once.Do(second)
 					}

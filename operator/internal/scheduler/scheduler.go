@@ -61,7 +61,7 @@ type Scheduler struct {
 	// progress is the pods' progress of the last snapshot, per job ID.
 	progress map[string]allocation.PodProgress
 	// lost are the Admitted Allocations of the last snapshot placed on a lost node
-	// (lostNodes).
+	// (onLostNode).
 	lost []*v1alpha1.Allocation
 	// reservationDue is when the earliest reservation of the last snapshot times out
 	// (zero: none).
@@ -316,7 +316,7 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	}
 	view := jobframework.NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
 	s.progress = progress
-	s.lost = onLostNode(allocs, lostNodes(nodes.Items, list.Items, now, s.Config.NodeLostTimeout.Duration))
+	s.lost = onLostNode(allocs, nodes.Items, now, s.Config.NodeLostTimeout.Duration)
 	return BuildSnapshot(now, nodes.Items, list.Items, bound, progress, view), allocs, nil
 }
 

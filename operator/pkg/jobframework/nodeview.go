@@ -25,12 +25,20 @@ func (v NodeView) SchedNode(n *corev1.Node) (sched.Node, bool) {
 			out.Unschedulable = true
 		}
 	}
-	for _, c := range n.Status.Conditions {
-		// A node that reports itself not Ready takes no new gang, before the node lifecycle
-		// controller taints it (a node that has not reported yet has no Ready condition).
-		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-			out.Unschedulable = true
-		}
+	// A node that reports itself not Ready takes no new gang, before the node lifecycle
+	// controller taints it.
+	if c := ReadyCondition(n); c != nil && c.Status != corev1.ConditionTrue {
+		out.Unschedulable = true
 	}
 	return out, true
+}
+
+// ReadyCondition returns node n's Ready condition, nil if it has not reported one yet.
+func ReadyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
 }
