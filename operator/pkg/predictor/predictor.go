@@ -334,14 +334,16 @@ func byTotal(j *sched.Job, src Source, total time.Duration) Prediction {
 	return Prediction{Source: src, Total: total, Remaining: rem}
 }
 
-// prior remembers the most recent finished jobs of a queue.
+// prior remembers the most recent finished jobs of a queue. Besides the window in
+// arrival order it keeps the window's totals and positive epoch times sorted, updated at
+// each add (a binary search and a copy of at most the window), so a median costs O(1):
+// it is read at every prediction from a prior, and a queue's jobs finish all the time.
 type prior struct {
 	window        int
 	epochs, total []time.Duration
 	next          int
-	epochMed      time.Duration
-	totalMed      time.Duration
-	dirty         bool
+	// sortedTotal and sortedEpochs hold total and the positive values of epochs, sorted.
+	sortedTotal, sortedEpochs []time.Duration
 }
 
 func (q *prior) n() int { return len(q.total) }
@@ -354,37 +356,41 @@ func (q *prior) add(epoch, total time.Duration) {
 		q.epochs = append(q.epochs, epoch)
 		q.total = append(q.total, total)
 	} else {
+		q.sortedTotal = removeSorted(q.sortedTotal, q.total[q.next])
+		if e := q.epochs[q.next]; e > 0 {
+			q.sortedEpochs = removeSorted(q.sortedEpochs, e)
+		}
 		q.epochs[q.next] = epoch
 		q.total[q.next] = total
 		q.next = (q.next + 1) % q.window
 	}
-	q.dirty = true
+	q.sortedTotal = insertSorted(q.sortedTotal, total)
+	if epoch > 0 {
+		q.sortedEpochs = insertSorted(q.sortedEpochs, epoch)
+	}
 }
 
-func (q *prior) refresh() {
-	if !q.dirty {
-		return
-	}
-	q.dirty = false
-	q.totalMed = medianDur(q.total)
-	var pos []time.Duration
-	for _, e := range q.epochs {
-		if e > 0 {
-			pos = append(pos, e)
-		}
-	}
-	q.epochMed = medianDur(pos)
+func (q *prior) epochMedian() time.Duration { return medianSorted(q.sortedEpochs) }
+func (q *prior) totalMedian() time.Duration { return medianSorted(q.sortedTotal) }
+
+func insertSorted(s []time.Duration, v time.Duration) []time.Duration {
+	i, _ := slices.BinarySearch(s, v)
+	return slices.Insert(s, i, v)
 }
 
-func (q *prior) epochMedian() time.Duration { q.refresh(); return q.epochMed }
-func (q *prior) totalMedian() time.Duration { q.refresh(); return q.totalMed }
+func removeSorted(s []time.Duration, v time.Duration) []time.Duration {
+	if i, ok := slices.BinarySearch(s, v); ok {
+		return slices.Delete(s, i, i+1)
+	}
+	return s
+}
 
-func medianDur(xs []time.Duration) time.Duration {
-	if len(xs) == 0 {
+// medianSorted is the median of sorted s: its middle element, or the mean of its two
+// middle elements; 0 if s is empty.
+func medianSorted(s []time.Duration) time.Duration {
+	if len(s) == 0 {
 		return 0
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
 	}

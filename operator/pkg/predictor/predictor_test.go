@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -205,5 +206,38 @@ func TestRevision(t *testing.T) {
 	r3 := epoch(time.Minute) // epoch 3: not published (1, 2, 4, 8...)
 	if r4 := epoch(5 * time.Minute); r4 <= r3 {
 		t.Errorf("revision %d after the 4th epoch moved the mean and the fit, want more than %d", r4, r3)
+	}
+}
+
+// TestPriorMedians checks the prior's sorted windows against the medians of its window
+// sorted afresh, through the window's wrap-around and with epoch times that are unknown (0).
+func TestPriorMedians(t *testing.T) {
+	median := func(xs []time.Duration) time.Duration {
+		s := slices.Sorted(slices.Values(xs))
+		if len(s) == 0 {
+			return 0
+		}
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	q := &prior{window: 7}
+	var epochs, totals []time.Duration
+	for i := range 40 {
+		e := time.Duration(i*37%11) * time.Second // 0 (unknown) every 11th job
+		tot := time.Duration(i*53%17+1) * time.Minute
+		q.add(e, tot)
+		epochs, totals = append(epochs, e), append(totals, tot)
+		if len(totals) > 7 {
+			epochs, totals = epochs[1:], totals[1:]
+		}
+		pos := slices.DeleteFunc(slices.Clone(epochs), func(d time.Duration) bool { return d <= 0 })
+		if got, want := q.totalMedian(), median(totals); got != want {
+			t.Fatalf("after %d adds: total median %v, want %v", i+1, got, want)
+		}
+		if got, want := q.epochMedian(), median(pos); got != want {
+			t.Fatalf("after %d adds: epoch median %v, want %v", i+1, got, want)
+		}
 	}
 }

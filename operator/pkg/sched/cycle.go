@@ -78,8 +78,12 @@ type Preemptive struct {
 	// hold for a prefix of Candidates (true, then false from some point on), so that the
 	// eligible victims are found by binary search.
 	CanPreempt func(q, v *Job) bool
-	Mode       SuspendMode
-	Reason     string
+	// Class, if set, is what CanPreempt(q, v) reads of q: jobs of the same class may preempt
+	// the same candidates (a queue index, a priority). Run then finds each class's prefix
+	// of Candidates once, not once per queued job.
+	Class  func(q *Job) int
+	Mode   SuspendMode
+	Reason string
 }
 
 // Run schedules one cycle on plan p:
@@ -108,6 +112,24 @@ func (c Preemptive) Run(p *Plan) Decisions {
 	// failed for a shape (model, GPUs per worker, workers) with some eligible prefix fails
 	// for any shape with as many workers or more and a prefix no longer: remember them.
 	var failed []failure
+	// prefix caches, per Class, the length of the prefix of cands that class may preempt.
+	var prefix map[int]int
+	eligible := func(q *Job) int {
+		search := func() int { return sort.Search(len(cands), func(i int) bool { return !c.CanPreempt(q, cands[i]) }) }
+		if c.Class == nil {
+			return search()
+		}
+		k := c.Class(q)
+		n, ok := prefix[k]
+		if !ok {
+			if prefix == nil {
+				prefix = make(map[int]int)
+			}
+			n = search()
+			prefix[k] = n
+		}
+		return n
+	}
 	// 2. Serve the queue.
 	for _, q := range c.Queue {
 		// 3. Nothing more can change.
@@ -123,7 +145,7 @@ func (c Preemptive) Run(p *Plan) Decisions {
 			}
 			continue
 		}
-		n := sort.Search(len(cands), func(i int) bool { return !c.CanPreempt(q, cands[i]) })
+		n := eligible(q)
 		if n == 0 || dominated(failed, q, n) {
 			continue
 		}
@@ -143,6 +165,7 @@ func (c Preemptive) Run(p *Plan) Decisions {
 			cands = compact(cands, taken)
 			taken, nTaken = make([]bool, len(cands)), 0
 			failed = nil // prefixes are counted in the old positions
+			clear(prefix)
 		}
 	}
 	return p.Decisions()

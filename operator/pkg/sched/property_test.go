@@ -1,11 +1,13 @@
 package sched_test
 
 import (
+	"cmp"
 	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
@@ -168,6 +170,86 @@ func TestScratchMatchesFresh(t *testing.T) {
 		buf = sched.SortInto(buf, s.Jobs, sched.CompareArrival)
 		if want := sched.Sorted(s.Jobs, sched.CompareArrival); !slices.Equal(ids(want), ids(buf)) {
 			t.Fatalf("seed %d: SortInto %v, Sorted %v", seed, ids(buf), ids(want))
+		}
+	}
+}
+
+// TestPreemptiveClassMatchesSearch checks that Preemptive.Run with Class (each class's
+// prefix of candidates found once) decides exactly as without it (a prefix per queued job),
+// on random snapshots where priorities are classes and preemption is frequent.
+func TestPreemptiveClassMatchesSearch(t *testing.T) {
+	preempted := 0
+	for seed := uint64(0); seed < propertyIterations; seed++ {
+		r := rand.New(rand.NewPCG(seed, 4))
+		s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
+		for _, j := range s.Jobs {
+			j.Priority = int32(r.IntN(3))
+		}
+		run := func(class bool) sched.Decisions {
+			p := sched.NewPlan(s)
+			queue := sched.Sorted(p.Index.Queued, func(a, b *sched.Job) int {
+				if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+					return c
+				}
+				return sched.CompareArrival(a, b)
+			})
+			cands := sched.Sorted(p.Index.Running, func(a, b *sched.Job) int {
+				if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.ID, b.ID)
+			})
+			pre := sched.Preemptive{
+				Queue: queue, Candidates: cands, Mode: sched.SuspendNow, Reason: "test",
+				CanPreempt: func(q, v *sched.Job) bool { return v.Priority < q.Priority },
+			}
+			if class {
+				pre.Class = func(q *sched.Job) int { return int(q.Priority) }
+			}
+			return pre.Run(p)
+		}
+		want, got := run(false), run(true)
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("seed %d: with Class %+v, without %+v", seed, got, want)
+		}
+		preempted += len(got.Preemptions)
+	}
+	if preempted == 0 {
+		t.Fatal("no snapshot led to a preemption: the test compares nothing")
+	}
+	t.Logf("%d preemptions compared", preempted)
+}
+
+// TestKeySorterMatchesSorted checks KeySorter against Sorted with the same order (key, then
+// CompareArrival), on random snapshots whose jobs share submit times and keys, with memory
+// reused from sort to sort.
+func TestKeySorterMatchesSorted(t *testing.T) {
+	var ks sched.KeySorter
+	var buf []*sched.Job
+	for seed := uint64(0); seed < propertyIterations; seed++ {
+		r := rand.New(rand.NewPCG(seed, 5))
+		s := utiltesting.RandomSnapshot(seed, utiltesting.SmallRandom(r))
+		for _, j := range s.Jobs {
+			switch r.IntN(3) {
+			case 0:
+				j.Submit = s.Now // ties broken by ID
+			case 1:
+				j.Submit = s.Now.Add(-time.Duration(r.IntN(5)) * time.Nanosecond)
+			}
+			j.Priority = int32(r.IntN(3))
+		}
+		key := func(j *sched.Job) int64 { return -int64(j.Priority) }
+		want := sched.Sorted(s.Jobs, func(a, b *sched.Job) int {
+			if c := cmp.Compare(key(a), key(b)); c != 0 {
+				return c
+			}
+			return sched.CompareArrival(a, b)
+		})
+		if buf = ks.Sort(buf, s.Jobs, key); !slices.Equal(buf, want) {
+			t.Fatalf("seed %d: KeySorter order differs from Sorted", seed)
+		}
+		if buf = ks.Sort(buf, s.Jobs, nil); !slices.Equal(buf, sched.Sorted(s.Jobs, sched.CompareArrival)) {
+			t.Fatalf("seed %d: KeySorter without key differs from arrival order", seed)
 		}
 	}
 }

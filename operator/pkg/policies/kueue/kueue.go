@@ -23,8 +23,9 @@ const Reason = "InClusterQueue"
 // suspending are ignored. Suspending jobs are never preempted again; jobs that never fit
 // are skipped.
 type Kueue struct {
-	// scratch, queue and cands are reused from cycle to cycle (sched.Scratch).
+	// scratch, sorter, queue and cands are reused from cycle to cycle (sched.Scratch).
 	scratch      sched.Scratch
+	sorter       sched.KeySorter
 	queue, cands []*sched.Job
 }
 
@@ -41,12 +42,7 @@ func (x *Kueue) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan on the snapshot.
 	p := x.scratch.NewPlan(s)
 	// 2. Queue: priority, then arrival.
-	x.queue = sched.SortInto(x.queue, p.Index.Queued, func(a, b *sched.Job) int {
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-			return c
-		}
-		return sched.CompareArrival(a, b)
-	})
+	x.queue = x.sorter.Sort(x.queue, p.Index.Queued, func(j *sched.Job) int64 { return -int64(j.Priority) })
 	queue := x.queue
 	// 3. Victims: lowest priority, then most recently admitted, then ID.
 	x.cands = sched.SortInto(x.cands, p.Index.Running, func(a, b *sched.Job) int {
@@ -64,6 +60,7 @@ func (x *Kueue) Schedule(s *sched.Snapshot) sched.Decisions {
 		Queue:      queue,
 		Candidates: cands,
 		CanPreempt: func(q, v *sched.Job) bool { return v.Priority < q.Priority },
+		Class:      func(q *sched.Job) int { return int(q.Priority) },
 		Mode:       sched.SuspendNow,
 		Reason:     Reason,
 	}.Run(p)

@@ -24,7 +24,13 @@ type cycle struct {
 	// read in cost order.
 	cands   []*cand
 	classes []lazySorted[*cand]
-	built   bool
+	// hasFinishing: classes[0] holds the candidates whose boundary suspend is their end;
+	// finishingGPUs counts their GPUs.
+	hasFinishing  bool
+	finishingGPUs int64
+	// failed holds this cycle's failed searches among those candidates (finishingFailed).
+	failed []failure
+	built  bool
 	// left counts the candidates not chosen yet.
 	left int
 	// chosen maps victim IDs to their candidate entry.
@@ -244,6 +250,7 @@ func (c *cycle) build() {
 		c.left++
 		if v.finishing {
 			finishing = append(finishing, v)
+			c.finishingGPUs += int64(v.gpus)
 		} else {
 			b.byGPUs[v.gpus] = append(b.byGPUs[v.gpus], v)
 		}
@@ -269,6 +276,7 @@ func (c *cycle) build() {
 			return cmp.Compare(a.j.ID, b.j.ID)
 		})
 		c.classes = append(c.classes, l)
+		c.hasFinishing = true
 	}
 	b.sizes = b.sizes[:0]
 	for g, cl := range b.byGPUs {

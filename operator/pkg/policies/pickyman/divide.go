@@ -37,8 +37,20 @@ func (c *cycle) divide(q waiting) bool {
 	if len(c.cands) == 0 {
 		return false
 	}
-	order, picked, victims, placement, ok := c.searchVictims(q)
+	finishingOnly := c.onlyFinishingPays(q)
+	if finishingOnly {
+		if c.freeFor(q.j)+c.finishingGPUs < int64(q.j.GPUs()) {
+			return false // even every candidate that ends at its boundary frees too few GPUs
+		}
+		if c.finishingFailed(q.j) {
+			return false
+		}
+	}
+	order, picked, victims, placement, ok, exhausted := c.searchVictims(q, finishingOnly)
 	if !ok || len(victims) == 0 {
+		if finishingOnly && !ok && exhausted {
+			c.failed = append(c.failed, failure{model: q.j.GPUModel, per: q.j.GPUsPerWorker, workers: q.j.Workers, priority: q.j.Priority})
+		}
 		return false
 	}
 	group := victimGroup(order, picked, victims)
@@ -55,6 +67,46 @@ func (c *cycle) divide(q waiting) bool {
 	return true
 }
 
+// onlyFinishingPays reports whether only a group of victims that all end at their boundary
+// (cost 0) could pass the benefit test for q, so that the victim search can be confined to
+// them: every other victim costs at least T_q, and q's natural wait, which bounds the
+// saving, is no more than Gain x T_q. Most waiting jobs of an overloaded cluster are in this
+// case (their natural wait is shorter than their own run time), and the confined search
+// decides exactly as the full one would: the candidates that end at their boundary come
+// first in the cost order, and the victim search keeps the last candidate it took, so a
+// full search that needed another candidate returns a group that does not pay. With
+// QueueWait the natural wait also depends on the victims chosen later in the cycle, so the
+// search is never confined.
+func (c *cycle) onlyFinishingPays(q waiting) bool {
+	if c.opts.QueueWait {
+		return false
+	}
+	natural, freesUp := c.naturalWait(q.j)
+	return freesUp && natural.Seconds() <= c.opts.Gain*q.rem.Seconds()
+}
+
+// failure is a victim search among the candidates that end at their boundary that found
+// no placement with every eligible one of them.
+type failure struct {
+	model        string
+	per, workers int32
+	priority     int32
+}
+
+// finishingFailed reports whether a search among the candidates that end at their
+// boundary must fail for q because one failed earlier in the cycle for a job of q's GPU
+// model and worker size, as many workers or fewer, and a priority as high or higher (so
+// that q's eligible candidates are among its): within a cycle free GPUs only go (c.failed
+// is cleared when a start gives held GPUs back) and candidates are only taken.
+func (c *cycle) finishingFailed(q *sched.Job) bool {
+	for _, f := range c.failed {
+		if f.model == q.GPUModel && f.per == q.GPUsPerWorker && f.workers <= q.Workers && (c.opts.FlatPriority || q.Priority <= f.priority) {
+			return true
+		}
+	}
+	return false
+}
+
 // candidates yields the candidates eligible as victims of q in ascending cost per freed GPU,
 // merging the cycle's classes (each ordered once per cycle, lazily).
 type candidates struct {
@@ -64,8 +116,14 @@ type candidates struct {
 	heads []int
 }
 
-func (c *cycle) candidatesFor(q waiting) *candidates {
-	return &candidates{c: c, q: q, tq: q.rem.Seconds(), heads: make([]int, len(c.classes))}
+// candidatesFor returns the candidates for q; with finishingOnly, only those whose boundary
+// suspend is their end (the first class, c.hasFinishing).
+func (c *cycle) candidatesFor(q waiting, finishingOnly bool) *candidates {
+	classes := len(c.classes)
+	if finishingOnly {
+		classes = 1
+	}
+	return &candidates{c: c, q: q, tq: q.rem.Seconds(), heads: make([]int, classes)}
 }
 
 // eligible: not taken, of no higher priority than q (unless FlatPriority), of q's GPU model;
@@ -93,7 +151,7 @@ func (it *candidates) next() *cand {
 	best := -1
 	var bestKey float64
 	var bestV *cand
-	for ci := range it.c.classes {
+	for ci := range it.heads {
 		cl := &it.c.classes[ci]
 		v, ok := cl.at(it.heads[ci])
 		for ok && !it.eligible(v) {
@@ -114,15 +172,16 @@ func (it *candidates) next() *cand {
 	return bestV
 }
 
-// searchVictims takes an ordered prefix of the candidates and grows it (64, 256, ... up to
-// MaxScan) until the victim search finds a placement for q or nothing is left. picked[i] is
-// the candidate of order[i].
-func (c *cycle) searchVictims(q waiting) (order []*sched.Job, picked []*cand, victims []*sched.Job, placement []sched.Slot, ok bool) {
-	it := c.candidatesFor(q)
+// searchVictims takes an ordered prefix of the candidates (with finishingOnly, of those
+// that end at their boundary) and grows it (64, 256, ... up to MaxScan) until the victim
+// search finds a placement for q or nothing is left. picked[i] is the candidate of
+// order[i]; exhausted reports that the search saw every eligible candidate.
+func (c *cycle) searchVictims(q waiting, finishingOnly bool) (order []*sched.Job, picked []*cand, victims []*sched.Job, placement []sched.Slot, ok, exhausted bool) {
+	it := c.candidatesFor(q, finishingOnly)
 	order = c.scratch[:0]
 	for limit := 64; limit <= c.opts.MaxScan*4; limit *= 4 {
 		limit = min(limit, c.opts.MaxScan)
-		exhausted := false
+		exhausted = false
 		for len(order) < limit {
 			v := it.next()
 			if v == nil {
@@ -138,7 +197,7 @@ func (c *cycle) searchVictims(q waiting) (order []*sched.Job, picked []*cand, vi
 		}
 	}
 	c.scratch = order
-	return order, picked, victims, placement, ok
+	return order, picked, victims, placement, ok, exhausted
 }
 
 // victimGroup maps the victims, which come back in candidate order, to their candidates.

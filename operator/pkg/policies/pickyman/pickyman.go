@@ -164,6 +164,9 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 		case sched.Never:
 			continue
 		default:
+			if len(w.j.Reserved) > 0 {
+				c.failed = nil // its reservation's held GPUs went back to the pool
+			}
 			continue
 		}
 		if c.startSmaller(w) {
@@ -176,6 +179,7 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 		considered++
 		if c.anyElastic() {
 			if c.shrink(w) {
+				c.failed = nil // a resize moves GPUs: keep no conclusion drawn before it
 				continue
 			}
 		}
@@ -288,17 +292,18 @@ func (c *cycle) order(queued []*sched.Job) []waiting {
 // mayStart reports false only if queued job j cannot start in this cycle's view: fewer
 // GPUs of its model are free than it needs, even counting the GPUs held for its own
 // reservation (which Admit gives back to it). A cheap test before Admit.
-func (c *cycle) mayStart(j *sched.Job) bool {
+func (c *cycle) mayStart(j *sched.Job) bool { return c.freeFor(j) >= int64(j.GPUs()) }
+
+// freeFor returns the GPUs of j's model free in this cycle's view, plus those held for j's
+// own reservation: an upper bound on the free GPUs a placement of j can use.
+func (c *cycle) freeFor(j *sched.Job) int64 {
 	free := c.plan.View.FreeGPUs(j.GPUModel)
-	if free >= int64(j.GPUs()) {
-		return true
-	}
-	// Only a job with a reservation holds GPUs when this test runs: the holds a cycle adds
+	// Only a job with a reservation holds GPUs when this is called: the holds a cycle adds
 	// are for jobs earlier in the queue order.
 	if len(j.Reserved) > 0 {
 		free += int64(sched.PlacementGPUs(c.plan.View.Hold(j.ID)))
 	}
-	return free >= int64(j.GPUs())
+	return free
 }
 
 // ranFor is the time a job has held GPUs (attained GPU service over its GPUs).

@@ -1,7 +1,6 @@
 package tiresias
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -54,15 +53,11 @@ type Tiresias struct {
 	base map[string]time.Duration
 	// wake is the last cycle's NextWake.
 	wake time.Time
-	// scratch, queue and cands are reused from cycle to cycle (sched.Scratch).
+	// scratch, sorter, queue and cands are reused from cycle to cycle (sched.Scratch).
 	scratch      sched.Scratch
+	sorter       sched.KeySorter
 	queue, cands []*sched.Job
 }
-
-var (
-	_ sched.Policy = (*Tiresias)(nil)
-	_ sched.Waker  = (*Tiresias)(nil)
-)
 
 // New returns a Tiresias policy.
 func New(opts Options) (*Tiresias, error) {
@@ -93,6 +88,8 @@ func (t *Tiresias) Queue(j *sched.Job) int {
 	}
 	return len(t.opts.Thresholds)
 }
+
+func (t *Tiresias) queueKey(j *sched.Job) int64 { return int64(t.Queue(j)) }
 
 // lastRun returns how long j last ran and how long it has waited since, or false if
 // it never ran. Without LastStop it takes the run as ending when the job's service,
@@ -136,16 +133,10 @@ func (t *Tiresias) Schedule(s *sched.Snapshot) sched.Decisions {
 	p := t.scratch.NewPlan(s)
 	t.promote(s, p.Index)
 	// 2. Queue: queue index, then arrival.
-	order := func(a, b *sched.Job) int {
-		if c := cmp.Compare(t.Queue(a), t.Queue(b)); c != 0 {
-			return c
-		}
-		return sched.CompareArrival(a, b)
-	}
-	t.queue = sched.SortInto(t.queue, p.Index.Queued, order)
+	t.queue = t.sorter.Sort(t.queue, p.Index.Queued, t.queueKey)
 	queue := t.queue
 	// 3. Victims: the reverse of the same order.
-	t.cands = sched.SortInto(t.cands, p.Index.Running, order)
+	t.cands = t.sorter.Sort(t.cands, p.Index.Running, t.queueKey)
 	cands := t.cands
 	slices.Reverse(cands)
 	// 4. Start, preempting jobs of lower queues.
@@ -153,6 +144,7 @@ func (t *Tiresias) Schedule(s *sched.Snapshot) sched.Decisions {
 		Queue:      queue,
 		Candidates: cands,
 		CanPreempt: func(q, v *sched.Job) bool { return t.Queue(v) > t.Queue(q) },
+		Class:      t.Queue,
 		Mode:       sched.SuspendNow,
 		Reason:     Reason,
 	}.Run(p)
