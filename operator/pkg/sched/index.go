@@ -65,9 +65,11 @@ func SortInto(dst, jobs []*Job, cmp func(a, b *Job) int) []*Job {
 }
 
 // KeySorter sorts jobs by an integer key, then in arrival order (CompareArrival),
-// reading each job once per sort: a comparison then reads no job. A cycle sorts queues of
-// thousands, and comparisons that read two jobs each spent most of it waiting on memory.
-// Its memory is reused from one sort to the next; the zero value is ready to use.
+// computing each job's key once per sort rather than twice per comparison. It pays where the
+// key is computed (Tiresias' queue index: 63 to 43 CPU-seconds on philly.csv at 64x8, with
+// Preemptive.Class); where the order reads plain fields, SortInto with a comparator is
+// cheaper (FIFO: 48 CPU-seconds with SortInto, 67 with a KeySorter). Its memory is reused
+// from one sort to the next; the zero value is ready to use.
 type KeySorter struct {
 	keys []sortKey
 }

@@ -25,9 +25,8 @@ type Options struct {
 // blocks the queue like any head.
 type FIFO struct {
 	opts Options
-	// scratch, sorter and queue are reused from cycle to cycle (sched.Scratch).
+	// scratch and queue are reused from cycle to cycle (sched.Scratch).
 	scratch sched.Scratch
-	sorter  sched.KeySorter
 	queue   []*sched.Job
 }
 
@@ -43,7 +42,7 @@ func (f *FIFO) Name() string { return Name }
 func (f *FIFO) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan on the snapshot; the queue in arrival order.
 	p := f.scratch.NewPlan(s)
-	f.queue = f.sorter.Sort(f.queue, p.Index.Queued, nil)
+	f.queue = sched.SortInto(f.queue, p.Index.Queued, sched.CompareArrival)
 	queue := f.queue
 	// 2. Start jobs in order until one blocks.
 	for i, j := range queue {

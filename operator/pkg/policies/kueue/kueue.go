@@ -23,9 +23,8 @@ const Reason = "InClusterQueue"
 // suspending are ignored. Suspending jobs are never preempted again; jobs that never fit
 // are skipped.
 type Kueue struct {
-	// scratch, sorter, queue and cands are reused from cycle to cycle (sched.Scratch).
+	// scratch, queue and cands are reused from cycle to cycle (sched.Scratch).
 	scratch      sched.Scratch
-	sorter       sched.KeySorter
 	queue, cands []*sched.Job
 }
 
@@ -42,7 +41,12 @@ func (x *Kueue) Schedule(s *sched.Snapshot) sched.Decisions {
 	// 1. Plan on the snapshot.
 	p := x.scratch.NewPlan(s)
 	// 2. Queue: priority, then arrival.
-	x.queue = x.sorter.Sort(x.queue, p.Index.Queued, func(j *sched.Job) int64 { return -int64(j.Priority) })
+	x.queue = sched.SortInto(x.queue, p.Index.Queued, func(a, b *sched.Job) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		return sched.CompareArrival(a, b)
+	})
 	queue := x.queue
 	// 3. Victims: lowest priority, then most recently admitted, then ID.
 	x.cands = sched.SortInto(x.cands, p.Index.Running, func(a, b *sched.Job) int {
