@@ -74,9 +74,12 @@ func (c *cycle) divide(q waiting) bool {
 // case (their natural wait is shorter than their own run time), and the confined search
 // decides exactly as the full one would: the candidates that end at their boundary come
 // first in the cost order, and the victim search keeps the last candidate it took, so a
-// full search that needed another candidate returns a group that does not pay. With
-// QueueWait the natural wait also depends on the victims chosen later in the cycle, so the
-// search is never confined.
+// full search that needed another candidate returns a group that does not pay. One thing
+// moves: the natural wait is now computed, and cached for q's gang shape (naturalWait), at
+// the first search of that shape in the cycle rather than at the first one that found a
+// group; a cached wait is an underestimate either way (see naturalWait). With QueueWait the
+// natural wait also depends on the victims chosen later in the cycle, so the search is
+// never confined.
 func (c *cycle) onlyFinishingPays(q waiting) bool {
 	if c.opts.QueueWait {
 		return false
