@@ -113,19 +113,17 @@ func (c Preemptive) Run(p *Plan) Decisions {
 	// for any shape with as many workers or more and a prefix no longer: remember them.
 	var failed []failure
 	// prefix caches, per Class, the length of the prefix of cands that class may preempt.
-	var prefix map[int]int
+	prefix := map[int]int{}
 	eligible := func(q *Job) int {
-		search := func() int { return sort.Search(len(cands), func(i int) bool { return !c.CanPreempt(q, cands[i]) }) }
-		if c.Class == nil {
-			return search()
-		}
-		k := c.Class(q)
-		n, ok := prefix[k]
-		if !ok {
-			if prefix == nil {
-				prefix = make(map[int]int)
+		var k int
+		if c.Class != nil {
+			k = c.Class(q)
+			if n, ok := prefix[k]; ok {
+				return n
 			}
-			n = search()
+		}
+		n := sort.Search(len(cands), func(i int) bool { return !c.CanPreempt(q, cands[i]) })
+		if c.Class != nil {
 			prefix[k] = n
 		}
 		return n

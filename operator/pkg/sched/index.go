@@ -66,10 +66,9 @@ func SortInto(dst, jobs []*Job, cmp func(a, b *Job) int) []*Job {
 
 // KeySorter sorts jobs by an integer key, then in arrival order (CompareArrival),
 // computing each job's key once per sort rather than twice per comparison. It pays where the
-// key is computed (Tiresias' queue index: 63 to 43 CPU-seconds on philly.csv at 64x8, with
-// Preemptive.Class); where the order reads plain fields, SortInto with a comparator is
-// cheaper (FIFO: 48 CPU-seconds with SortInto, 67 with a KeySorter). Its memory is reused
-// from one sort to the next; the zero value is ready to use.
+// key is computed (Tiresias' queue index); where the order reads plain fields, SortInto with
+// a comparator is cheaper (FIFO; docs/simulator.md). Its memory is reused from one sort to
+// the next; the zero value is ready to use.
 type KeySorter struct {
 	keys []sortKey
 }
@@ -94,16 +93,12 @@ func compareSortKey(a, b sortKey) int {
 	return strings.Compare(a.j.ID, b.j.ID)
 }
 
-// Sort sets dst to jobs sorted by key (ascending; nil: arrival order only), then by
-// arrival, reusing dst's memory, and returns it.
+// Sort sets dst to jobs sorted by key (ascending), then by arrival, reusing dst's memory,
+// and returns it.
 func (ks *KeySorter) Sort(dst, jobs []*Job, key func(*Job) int64) []*Job {
 	keys := ks.keys[:0]
 	for _, j := range jobs {
-		k := sortKey{sec: j.Submit.Unix(), nsec: int32(j.Submit.Nanosecond()), j: j}
-		if key != nil {
-			k.key = key(j)
-		}
-		keys = append(keys, k)
+		keys = append(keys, sortKey{key: key(j), sec: j.Submit.Unix(), nsec: int32(j.Submit.Nanosecond()), j: j})
 	}
 	slices.SortFunc(keys, compareSortKey)
 	clear(dst)

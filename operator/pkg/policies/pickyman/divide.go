@@ -38,13 +38,10 @@ func (c *cycle) divide(q waiting) bool {
 		return false
 	}
 	finishingOnly := c.onlyFinishingPays(q)
-	if finishingOnly {
-		if c.freeFor(q.j)+c.finishingGPUs < int64(q.j.GPUs()) {
-			return false // even every candidate that ends at its boundary frees too few GPUs
-		}
-		if c.finishingFailed(q.j) {
-			return false
-		}
+	// Confined, the search fails without candidates that end at their boundary, when even all
+	// of them free too few GPUs, or when a like search failed earlier in the cycle.
+	if finishingOnly && (!c.hasFinishing || c.freeFor(q.j)+c.finishingGPUs < int64(q.j.GPUs()) || c.finishingFailed(q.j)) {
+		return false
 	}
 	order, picked, victims, placement, ok, exhausted := c.searchVictims(q, finishingOnly)
 	if !ok || len(victims) == 0 {

@@ -59,6 +59,11 @@ type Tiresias struct {
 	queue, cands []*sched.Job
 }
 
+var (
+	_ sched.Policy = (*Tiresias)(nil)
+	_ sched.Waker  = (*Tiresias)(nil)
+)
+
 // New returns a Tiresias policy.
 func New(opts Options) (*Tiresias, error) {
 	if opts.Thresholds == nil {
