@@ -12,6 +12,7 @@ import (
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
@@ -89,12 +90,15 @@ func TestWebhooks(t *testing.T) {
 			},
 			"queue": func(j *kftraining.PyTorchJob) { j.Labels[v1alpha1.LabelQueue] = "high" },
 		} {
-			job := &kftraining.PyTorchJob{}
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ok"}, job); err != nil {
-				t.Fatal(err)
-			}
-			edit(job)
-			err := k8s.Update(ctx, job)
+			// The operator writes the job too (it resumes it): a conflict is read again.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				job := &kftraining.PyTorchJob{}
+				if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ok"}, job); err != nil {
+					return err
+				}
+				edit(job)
+				return k8s.Update(ctx, job)
+			})
 			if err == nil || !strings.Contains(err.Error(), "admitted job cannot change") {
 				t.Errorf("%s edit: error %v, want a rejection", name, err)
 			}

@@ -78,7 +78,7 @@ func Setup(mgr ctrl.Manager, conf *configv1.Configuration) {
 	self := &selfUser{c: mgr.GetClient()}
 	for _, in := range kinds.Integrations() {
 		srv.Register(MutatePath(in.GVK), &webhook.Admission{Handler: &Mutator{Integration: in, Decoder: dec, SocketDir: agentv1alpha1.DefaultSocketDir}})
-		srv.Register(ValidatePath(in.GVK), &webhook.Admission{Handler: &Validator{Integration: in, Decoder: dec, Client: mgr.GetClient(), Config: conf,
+		srv.Register(ValidatePath(in.GVK), &webhook.Admission{Handler: &Validator{Integration: in, Decoder: dec, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: conf,
 			SocketDir: agentv1alpha1.DefaultSocketDir, Operator: self.name}})
 	}
 	srv.Register(ValidatePyTorchJobScalePath, &webhook.Admission{Handler: &ScaleValidator{Integration: pytorchjob.Integration, Client: mgr.GetAPIReader()}})
@@ -117,8 +117,12 @@ func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Res
 type Validator struct {
 	Integration jobframework.Integration
 	Decoder     admission.Decoder
-	Client      client.Reader
-	Config      *configv1.Configuration
+	// Client reads Allocations, normally from the informer cache; Reader, when set, is the
+	// API server, asked whenever the cache says a job was never admitted (the cache may not
+	// hold an admission yet).
+	Client client.Reader
+	Reader client.Reader
+	Config *configv1.Configuration
 	// SocketDir is the agent's socket directory (default agentv1alpha1.DefaultSocketDir).
 	SocketDir string
 	// Operator returns the operator's own user name, the only one that may suspend or resume
@@ -322,15 +326,13 @@ func (v *Validator) validateUpdate(ctx context.Context, old, job jobframework.Ge
 			return errs, nil
 		}
 	}
-	err := v.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: jobframework.AllocationName(v.Integration.GVK.Kind, obj.GetName())}, a)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: jobframework.AllocationName(v.Integration.GVK.Kind, obj.GetName())}
+	admitted, err := v.admitted(ctx, v.Client, key, a)
+	if err == nil && !admitted && v.Reader != nil {
+		admitted, err = v.admitted(ctx, v.Reader, key, a)
 	}
-	if err != nil {
+	if err != nil || !admitted {
 		return nil, err
-	}
-	if a.Status.FirstAdmitted == nil && a.Status.Phase == v1alpha1.AllocationQueued {
-		return nil, nil
 	}
 	var errs field.ErrorList
 	if oq, nq := old.Object().GetLabels()[v1alpha1.LabelQueue], obj.GetLabels()[v1alpha1.LabelQueue]; oq != nq {
@@ -346,6 +348,19 @@ func (v *Validator) validateUpdate(ctx context.Context, old, job jobframework.Ge
 			fmt.Sprintf("the gang shape of an admitted job cannot change (was %s)", shape(os))))
 	}
 	return errs, nil
+}
+
+// admitted reads a job's Allocation into a through r and says whether it has been admitted
+// (left Queued at least once); a missing Allocation has not.
+func (v *Validator) admitted(ctx context.Context, r client.Reader, key types.NamespacedName, a *v1alpha1.Allocation) (bool, error) {
+	err := r.Get(ctx, key, a)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return a.Status.FirstAdmitted != nil || a.Status.Phase != v1alpha1.AllocationQueued, nil
 }
 
 func shape(sets []v1alpha1.PodSet) string {

@@ -143,6 +143,21 @@ func TestValidateUpdate(t *testing.T) {
 			}
 		})
 	}
+
+	// The informer cache may not hold the admission yet: the API server's word decides
+	// before a change of shape or queue is let through.
+	t.Run("admitted, cache behind", func(t *testing.T) {
+		v := validator(t, node("a", 8, "A100"), queued)
+		v.Reader = fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(admitted.DeepCopy()).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
+		for name, job := range map[string]*kftraining.PyTorchJob{
+			"more workers": utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(2, 8).Obj(),
+			"other queue":  utiltesting.MakePyTorchJob("j", "ns").Master(8).Workers(1, 8).Queue("high").Obj(),
+		} {
+			t.Run(name, func(t *testing.T) {
+				checkResponse(t, v.Handle(context.Background(), request(t, admissionv1.Update, job, base.Obj())), []string{"admitted job cannot change"})
+			})
+		}
+	})
 }
 
 func TestMutateCreate(t *testing.T) {
