@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,8 +63,8 @@ func (p *poolFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.IntVar(&p.nodes, "nodes", 4, "number of fake GPU nodes (ignored with --pool)")
 	fl.IntVar(&p.gpus, "gpus-per-node", 8, "nvidia.com/gpu per node (ignored with --pool)")
-	fl.StringVar(&p.model, "gpu-model", "A100", fmt.Sprintf("GPU model, one of %v or a product name (ignored with --pool)", cluster.KnownGPUModels()))
-	fl.StringArrayVar(&p.pools, "pool", nil, "a pool of nodes NODESxGPUS:MODEL[:MEMORY_MIB], repeatable: --pool 4x8:A100 --pool 2x4:V100")
+	fl.StringVar(&p.model, "gpu-model", "A100", "GPU model, one of "+strings.Join(cluster.KnownGPUModels(), ", ")+" (another GPU: --pool NODESxGPUS:PRODUCT:MEMORY_MIB; ignored with --pool)")
+	fl.StringArrayVar(&p.pools, "pool", nil, "a pool of nodes NODESxGPUS:MODEL[:MEMORY_MIB], repeatable: --pool 4x8:A100 --pool 2x4:V100; MODEL is one of the --gpu-model names, or any product name with its memory (MiB per GPU)")
 	fl.StringVar(&p.labels, "node-labels", "", "extra labels on every node: k=v,k2=v2")
 	fl.StringVar(&p.taints, "node-taints", "", "taints on every node: key[=value]:Effect,...")
 }
@@ -209,29 +210,97 @@ func newClusterDownCommand(f *clusterFlags) *cobra.Command {
 }
 
 func newClusterStatusCommand(f *clusterFlags) *cobra.Command {
-	var sample time.Duration
+	var (
+		sample time.Duration
+		out    outputFlag
+	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster's processes, ports, nodes and GPUs; with --sample, their CPU and memory",
+		Long: "Show the cluster's processes, ports, nodes and GPUs; with --sample, their CPU and memory.\n" +
+			"-o json prints the same as one JSON object.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.validate(); err != nil {
+				return err
+			}
 			o := f.options(cmd)
 			s, err := cluster.GetStatus(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			s.Print(cmd.OutOrStdout())
-			if sample <= 0 || !s.Exists {
-				return nil
+			if !out.json() {
+				s.Print(cmd.OutOrStdout())
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "sampling /proc for %v\n", sample)
-			us, err := cluster.SampleUsage(cmd.Context(), o.ClusterPids(), sample, time.Second)
-			if err != nil {
-				return err
+			var us []cluster.Usage
+			if sample > 0 && s.Exists {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sampling /proc for %v\n", sample)
+				if us, err = cluster.SampleUsage(cmd.Context(), o.ClusterPids(), sample, time.Second); err != nil {
+					return err
+				}
 			}
-			cluster.PrintUsage(cmd.OutOrStdout(), us)
+			if out.json() {
+				return writeJSON(cmd.OutOrStdout(), newClusterStatusJSON(s, us))
+			}
+			if us != nil {
+				cluster.PrintUsage(cmd.OutOrStdout(), us)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().DurationVar(&sample, "sample", 0, "measure each process's CPU (cores) and RSS over this long, e.g. 1m")
+	out.register(cmd)
 	return cmd
+}
+
+// clusterStatusJSON is `pickyman cluster status -o json`.
+type clusterStatusJSON struct {
+	Name       string `json:"name"`
+	Exists     bool   `json:"exists"`
+	Kubeconfig string `json:"kubeconfig"`
+	APIReady   bool   `json:"api_ready"`
+	// Processes are the cluster's processes by component.
+	Processes  map[string]processJSON `json:"processes"`
+	Nodes      int                    `json:"nodes"`
+	ReadyNodes int                    `json:"ready_nodes"`
+	GPUs       int64                  `json:"gpus"`
+	// GPUsByProduct counts allocatable GPUs per nvidia.com/gpu.product ("" for nodes without
+	// the label).
+	GPUsByProduct map[string]int64 `json:"gpus_by_product"`
+	// Usage is there with --sample.
+	Usage []usageJSON `json:"usage,omitempty"`
+}
+
+type processJSON struct {
+	Pid     int   `json:"pid"`
+	Running bool  `json:"running"`
+	Ports   []int `json:"ports"`
+}
+
+type usageJSON struct {
+	Component string  `json:"component"`
+	Pid       int     `json:"pid"`
+	Cores     float64 `json:"cores"`
+	RSSMiB    float64 `json:"rss_mib"`
+	MaxRSSMiB float64 `json:"max_rss_mib"`
+}
+
+func newClusterStatusJSON(s *cluster.Status, us []cluster.Usage) clusterStatusJSON {
+	j := clusterStatusJSON{Name: s.Name, Exists: s.Exists, Kubeconfig: s.Kubeconfig, APIReady: s.APIReady,
+		Processes: map[string]processJSON{}, Nodes: s.Nodes, ReadyNodes: s.ReadyNode, GPUs: s.GPUs,
+		GPUsByProduct: map[string]int64{}}
+	for name, p := range s.Processes {
+		ports := p.Ports
+		if ports == nil {
+			ports = []int{}
+		}
+		j.Processes[name] = processJSON{Pid: p.Pid, Running: p.Alive, Ports: ports}
+	}
+	for product, n := range s.GPUsByProduct {
+		j.GPUsByProduct[product] = n
+	}
+	for _, u := range us {
+		j.Usage = append(j.Usage, usageJSON{Component: u.Component, Pid: u.Pid, Cores: u.CPU, RSSMiB: u.RSSMiB, MaxRSSMiB: u.MaxRSSMiB})
+	}
+	return j
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,19 +70,19 @@ func newTraceInspectCommand() *cobra.Command {
 		format  string
 		seed    int64
 		cluster string
+		out     outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect PATH",
 		Short: "Print a trace's format, jobs, GPU-demand mix, duration percentiles and synthesized fields",
-		Args:  cobra.ExactArgs(1),
+		Long: "Print a trace's format, jobs, GPU-demand mix, duration percentiles and synthesized fields;\n" +
+			"with --cluster, the offered load on that cluster. -o json prints the same as one JSON object\n" +
+			"(durations and times in seconds).",
+		Example: "  pickyman trace inspect ../shared/traces/tiresias/60_job.csv --cluster 16x4\n" +
+			"  pickyman trace inspect trace.csv -o json | jq .gpu_hours",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := traces.Open(args[0], traces.Options{Format: traces.Format(format), Seed: seed})
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			s, err := traces.Summarize(r)
-			if err != nil {
+			if err := out.validate(); err != nil {
 				return err
 			}
 			gpus := 0
@@ -91,12 +93,70 @@ func newTraceInspectCommand() *cobra.Command {
 				}
 				gpus = c.GPUs()
 			}
+			r, err := traces.Open(args[0], traces.Options{Format: traces.Format(format), Seed: seed})
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			s, err := traces.Summarize(r)
+			if err != nil {
+				return err
+			}
+			if out.json() {
+				return writeJSON(cmd.OutOrStdout(), newTraceSummaryJSON(s, gpus))
+			}
 			return s.Write(cmd.OutOrStdout(), gpus)
 		},
 	}
+	out.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&format, "format", "", "force a format ("+traces.FormatNames()+"); empty detects it")
 	f.Int64Var(&seed, "seed", 1, "seed for the synthesized fields")
 	f.StringVar(&cluster, "cluster", "", "cluster spec or file; prints the offered load on it")
 	return cmd
+}
+
+// traceSummaryJSON is `pickyman trace inspect -o json`: the trace's summary with durations and
+// times in seconds.
+type traceSummaryJSON struct {
+	Format  string `json:"format"`
+	Jobs    int    `json:"jobs"`
+	Skipped int    `json:"skipped"`
+	// GPUDemand counts jobs per GPU demand, keyed by the number of GPUs.
+	GPUDemand map[string]int `json:"gpu_demand"`
+	// DurationSeconds holds p50, p90, p99, max and mean of the job durations.
+	DurationSeconds map[string]float64 `json:"duration_seconds"`
+	FirstSubmitS    float64            `json:"first_submit_s"`
+	LastSubmitS     float64            `json:"last_submit_s"`
+	GPUHours        float64            `json:"gpu_hours"`
+	// ClusterGPUs and OfferedLoad are there with --cluster.
+	ClusterGPUs int            `json:"cluster_gpus,omitempty"`
+	OfferedLoad *float64       `json:"offered_load,omitempty"`
+	Queues      map[string]int `json:"queues"`
+	Classes     map[string]int `json:"priority_classes"`
+	// Synthesized counts, per field, the jobs whose field was synthesized.
+	Synthesized map[string]int `json:"synthesized"`
+}
+
+func newTraceSummaryJSON(s traces.Summary, clusterGPUs int) traceSummaryJSON {
+	j := traceSummaryJSON{Format: string(s.Format), Jobs: s.Jobs, Skipped: s.Skipped, GPUDemand: map[string]int{},
+		DurationSeconds: map[string]float64{"p50": s.P50.Seconds(), "p90": s.P90.Seconds(), "p99": s.P99.Seconds(),
+			"max": s.Max.Seconds(), "mean": s.Mean.Seconds()},
+		FirstSubmitS: s.FirstSubmit.Seconds(), LastSubmitS: s.LastSubmit.Seconds(), GPUHours: s.GPUSeconds / 3600,
+		Queues: s.Queues, Classes: s.Classes, Synthesized: map[string]int{}}
+	for g, n := range s.GPUMix {
+		j.GPUDemand[strconv.Itoa(int(g))] = n
+	}
+	for f, n := range s.Synthesized {
+		j.Synthesized[traces.FieldSet(f).String()] = n
+	}
+	if clusterGPUs > 0 {
+		// An arrival span of zero offers no time: the load is infinite, which JSON cannot
+		// hold; it is left out then.
+		if load := s.OfferedLoad(clusterGPUs); !math.IsInf(load, 0) && !math.IsNaN(load) {
+			j.OfferedLoad = &load
+		}
+		j.ClusterGPUs = clusterGPUs
+	}
+	return j
 }
