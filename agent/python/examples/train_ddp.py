@@ -7,15 +7,19 @@ Run with torchrun, for example on CPU with two workers:
       torchrun --standalone --nproc_per_node=2 train_ddp.py --epochs 5 --ckpt-dir /ckpt
 
 It trains a small MLP on synthetic data (generated from a seed per epoch, step and rank, so a
-resumed run sees the same data as an uninterrupted one), reports every epoch to the agent,
-and watches for checkpoint requests:
+resumed run sees the same data as an uninterrupted one). pickyman_agent.Preemptible does the
+coordination with the agent (see its module documentation):
 
-- mode "boundary": finish the current epoch, save, acknowledge, exit 143;
-- mode "now": save at the next step (the partial epoch is lost), acknowledge, exit 143.
+- a "boundary" request: finish the current epoch, save, acknowledge, exit 143;
+- a "now" request: stop after the current step and acknowledge the newest checkpoint (the
+  partial epoch is lost; --ckpt-every N keeps one every N epochs), exit 143;
+- SIGTERM: save after the current step (the checkpoint records the step; a resumed run skips
+  the steps done), exit 143.
 
-Rank 0 asks the agent; its decision reaches every rank by a broadcast, so all ranks stop at the
-same step. A run that completes every epoch exits 0. On start each rank asks the agent where to
-resume from and loads that checkpoint.
+All ranks stop at the same step. A run that completes every epoch exits 0. On start each rank
+loads the checkpoint the agent names (or, when it names none, the newest one this script
+recorded in the checkpoint directory). Outside PickyMan (no agent socket) it trains as a plain
+DDP script that still saves on SIGTERM and resumes from its newest checkpoint.
 
 Elastic restore: a checkpoint written by W workers restores on any number of workers. The DDP
 model and the optimizer state are the same on every rank, so they do not depend on the world
@@ -51,9 +55,7 @@ import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pickyman_agent import EXIT_DONE, EXIT_SUSPENDED, MODE_NOW, Client, pod_from_env  # noqa: E402
-
-NONE, BOUNDARY, NOW = 0, 1, 2
+from pickyman_agent import Preemptible, Suspended  # noqa: E402
 
 
 def event(name, **kw):
@@ -75,18 +77,7 @@ def batch(args, epoch, step, rank):
     return x, y
 
 
-def decide(agent, rank, device):
-    """Rank 0 asks the agent; every rank learns its answer."""
-    flag = torch.zeros(1, dtype=torch.int64, device=device)
-    if rank == 0:
-        req = agent.requested()
-        if req is not None:
-            flag[0] = NOW if req.mode == MODE_NOW else BOUNDARY
-    dist.broadcast(flag, src=0)
-    return int(flag[0])
-
-
-def pack(model, opt, epoch, world, ref_world):
+def pack(model, opt, epoch, world, ref_world, step=0):
     """A checkpoint that loads with torch.load(weights_only=True): tensors, and everything else
     (epoch, sizes, the optimizer's hyperparameters and non-tensor state) as one JSON string.
     PyTorch 1.13's weights-only unpickler (Debian's python3-torch) has no opcode for a float,
@@ -94,7 +85,7 @@ def pack(model, opt, epoch, world, ref_world):
     o = opt.state_dict()
     tensors = {pid: {k: v for k, v in st.items() if torch.is_tensor(v)} for pid, st in o["state"].items()}
     scalars = {str(pid): {k: v for k, v in st.items() if not torch.is_tensor(v)} for pid, st in o["state"].items()}
-    meta = dict(epoch=epoch, world=world, ref_world=ref_world, param_groups=o["param_groups"], opt_scalars=scalars)
+    meta = dict(epoch=epoch, step=step, world=world, ref_world=ref_world, param_groups=o["param_groups"], opt_scalars=scalars)
     return {"model": model.state_dict(), "opt_state": tensors, "meta": json.dumps(meta)}
 
 
@@ -108,22 +99,21 @@ def load(path):
     return meta, state["model"], {"state": opt_state, "param_groups": meta["param_groups"]}
 
 
-def save(args, model, opt, epoch, rank, world, ref_world):
-    """Rank 0 writes the checkpoint; returns (path, bytes, seconds) for this rank."""
-    path = os.path.join(args.ckpt_dir, f"ckpt-epoch{epoch}.pt")
-    t0 = time.time()
-    nbytes = 0
-    if rank == 0:
-        os.makedirs(args.ckpt_dir, exist_ok=True)
-        tmp = path + ".tmp"
-        torch.save(pack(model.module, opt, epoch, world, ref_world), tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        nbytes = os.path.getsize(path)
-        event("checkpoint", epoch=epoch, path=path, bytes=nbytes, hash=param_hash(model.module), world=world)
-    dist.barrier()
-    return path, nbytes, time.time() - t0
+def save(args, model, opt, epoch, step, rank, world, ref_world):
+    """Rank 0 writes the checkpoint that resumes at step of epoch and returns its path; the
+    other ranks write nothing and return None."""
+    if rank != 0:
+        return None
+    name = f"ckpt-epoch{epoch}.pt" if step == 0 else f"ckpt-epoch{epoch}-step{step}.pt"
+    path = os.path.join(args.ckpt_dir, name)
+    os.makedirs(args.ckpt_dir, exist_ok=True)
+    tmp = path + ".tmp"
+    torch.save(pack(model, opt, epoch, world, ref_world, step), tmp)
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    event("checkpoint", epoch=epoch, step=step, path=path, bytes=os.path.getsize(path), hash=param_hash(model), world=world)
+    return path
 
 
 def agent_reference(start, world):
@@ -138,18 +128,21 @@ def agent_reference(start, world):
 
 
 def leave(code, grace=30.0):
-    """Ends the process group and returns code: a barrier first, so that no rank exits (and
-    gets its peers killed) before all have acknowledged or finished, then
-    destroy_process_group under a watchdog. With gloo that call can hang now and then
-    (pytorch/pytorch#75097) even after a barrier; everything that matters is written and
-    acknowledged by then, so after grace seconds the process exits with code regardless."""
-    dist.barrier()
+    """Ends the process group and the process with code (every rank passed a barrier before:
+    Preemptible.finish, or the one before Suspended). destroy_process_group runs under a
+    watchdog: with gloo it can hang now and then (pytorch/pytorch#75097), and after it a worker
+    can hang in the interpreter's shutdown on a background thread (torch 1.13); everything that
+    matters is written and acknowledged by then, so the process leaves with os._exit."""
     watchdog = threading.Timer(grace, lambda: (sys.stdout.flush(), os._exit(code)))
     watchdog.daemon = True
     watchdog.start()
-    dist.destroy_process_group()
+    if dist.is_initialized():
+        dist.destroy_process_group()
     watchdog.cancel()
-    return code
+    event("exit", code=code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main():
@@ -170,30 +163,32 @@ def main():
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = torch.device("cpu")
     torch.manual_seed(0)
-
-    agent = Client()
-    start = agent.register(pod_from_env(), rank, world)
-    event("registered", start_epoch=start.epoch, path=start.path, process_start=T_START)
-
     model = torch.nn.Sequential(
         torch.nn.Linear(args.dim, args.hidden), torch.nn.ReLU(),
         torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU(),
         torch.nn.Linear(args.hidden, args.classes))
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     ref_world = world  # the first run's world size; a checkpoint carries it on
+
+    job = Preemptible(lambda epoch, step: save(args, model, opt, epoch, step, rank, world, ref_world),
+                      ckpt_every=args.ckpt_every, latest=os.path.join(args.ckpt_dir, "latest.json"))
+    start = job.resume
+    event("registered", start_epoch=start.epoch, path=start.path, process_start=T_START, agent=job.agent.connected)
+
     ckpt_ref = None  # the checkpoint's reference size, if one was loaded
-    if start.epoch > 0:
+    first_step = 0  # the step to resume at in the first epoch (a SIGTERM checkpoint's)
+    if start.path or start.epoch > 0:
         t0 = time.time()
         meta, model_state, opt_state = load(start.path)
         if meta["epoch"] != start.epoch:
             raise SystemExit(f"checkpoint {start.path} holds epoch {meta['epoch']}, want {start.epoch}")
         model.load_state_dict(model_state)
         opt.load_state_dict(opt_state)
+        first_step = meta.get("step", 0)
         written = meta.get("world", world)
         ref_world = ckpt_ref = meta.get("ref_world", written)
-        event("loaded", epoch=start.epoch, seconds=time.time() - t0, hash=param_hash(model),
+        event("loaded", epoch=start.epoch, step=first_step, seconds=time.time() - t0, hash=param_hash(model),
               world=world, written_world=written)
     # The operator's reference size, when it gives one, takes precedence over the checkpoint's.
     sized = {}
@@ -211,49 +206,32 @@ def main():
     ddp = DDP(model)
     loss_fn = torch.nn.CrossEntropyLoss()
 
-    last = (start.epoch, start.path)  # the newest checkpoint: (epoch to resume from, path)
-    for epoch in range(start.epoch, args.epochs):
-        agent.epoch_begin(epoch)
-        event("epoch_begin", epoch=epoch)
-        nbytes = samples = 0
-        for step in range(steps):
-            if args.step_delay:
-                time.sleep(args.step_delay)
-            x, y = batch(args, epoch, step, rank)
-            nbytes += x.numel() * x.element_size() + y.numel() * y.element_size()
-            samples += len(x)
-            opt.zero_grad()
-            loss = loss_fn(ddp(x), y)
-            loss.backward()
-            opt.step()
-            if decide(agent, rank, device) == NOW:
-                # Stop at once: the work since the newest checkpoint is lost.
-                req = agent.poll()
-                agent.checkpoint_done(req.id, last[0], last[1], 0, 0.0)
-                event("suspended", epoch=last[0], request=req.id, mode="now")
-                return leave(EXIT_SUSPENDED)
-        agent.epoch_end(epoch, samples, nbytes)
-        event("epoch_end", epoch=epoch, loss=float(loss))
-        flag = decide(agent, rank, device)
-        periodic = args.ckpt_every > 0 and (epoch + 1) % args.ckpt_every == 0
-        if flag != NONE or periodic:
-            path, written, seconds = save(args, ddp, opt, epoch + 1, rank, world, ref_world)
-            last = (epoch + 1, path)
-        if flag != NONE:
-            req = agent.poll()
-            agent.checkpoint_done(req.id, epoch + 1, path, written, seconds)
-            event("suspended", epoch=epoch + 1, request=req.id, mode="boundary", seconds=seconds)
-            return leave(EXIT_SUSPENDED)
+    try:
+        for epoch in range(start.epoch, args.epochs):
+            first = first_step if epoch == start.epoch else 0
+            job.epoch_begin(epoch, first)
+            event("epoch_begin", epoch=epoch, step=first)
+            nbytes = samples = 0
+            for step in range(first, steps):
+                if args.step_delay:
+                    time.sleep(args.step_delay)
+                x, y = batch(args, epoch, step, rank)
+                nbytes += x.numel() * x.element_size() + y.numel() * y.element_size()
+                samples += len(x)
+                opt.zero_grad()
+                loss = loss_fn(ddp(x), y)
+                loss.backward()
+                opt.step()
+                job.step_done()
+            event("epoch_end", epoch=epoch, loss=float(loss))
+            job.epoch_done(epoch, samples, nbytes)
+    except Suspended as s:
+        event("suspended", epoch=s.epoch, step=s.step, request=s.request.id if s.request else None, mode=s.reason)
+        return s.code
 
     event("done", epoch=args.epochs, hash=param_hash(model))
-    return leave(EXIT_DONE)
+    return job.finish()
 
 
 if __name__ == "__main__":
-    code = main()
-    # Leave at once: with gloo (torch 1.13) a worker can hang in the interpreter's shutdown
-    # after destroy_process_group, waiting on a background thread, and keep its launcher's
-    # output open. Everything that matters is written and acknowledged by now.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    leave(main())

@@ -5,7 +5,21 @@ environment variable PICKYMAN_AGENT_SOCKET. The wire format is line-delimited JS
 request and one response per line; the protocol is described in agent/pkg/protocol/doc.go
 (the pod annotations and exit codes in api/agent/v1alpha1/doc.go) and docs/agent.md.
 
-Typical use, in every rank::
+With a plain PyTorch (DDP) loop, Preemptible does the polling, the agreement between ranks,
+the acknowledgement and the exit code (see pickyman_agent.preemptible)::
+
+    from pickyman_agent import Preemptible
+    job = Preemptible(save)                             # save(epoch, step) -> path or None
+    for epoch in range(job.resume.epoch, epochs):
+        job.epoch_begin(epoch)
+        for batch in loader:
+            ...train one step...
+            job.step_done()
+        job.epoch_done(epoch)
+    job.finish()
+
+Outside PickyMan (no agent socket) every call is a no-op. The calls themselves, in every
+rank::
 
     from pickyman_agent import Client, EXIT_SUSPENDED
     agent = Client()
@@ -36,12 +50,15 @@ from .client import (
     check_peer,
     pod_from_env,
 )
+from .preemptible import Preemptible, Suspended
 
 __all__ = [
     "AgentError",
     "CheckpointRequest",
     "Client",
+    "Preemptible",
     "ResumePoint",
+    "Suspended",
     "ENV_AGENT_UID",
     "ENV_SOCKET",
     "EXIT_DONE",

@@ -1,12 +1,14 @@
 """The PickyMan agent client: one connection per rank, one JSON line per call."""
 
+import errno
 import json
 import os
 import socket
 import struct
 import time
+import warnings
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Dict, Optional
 
 ENV_SOCKET = "PICKYMAN_AGENT_SOCKET"
 # The uid the agent runs as; the operator sets it in every training container.
@@ -45,6 +47,9 @@ class ResumePoint:
 
 @dataclass(frozen=True)
 class CheckpointRequest:
+    """A checkpoint the operator asks for: mode is MODE_BOUNDARY (finish the epoch, save) or
+    MODE_NOW (stop at once and name the newest checkpoint); deadline is RFC 3339."""
+
     id: str
     mode: str
     deadline: str = ""
@@ -78,36 +83,68 @@ def check_peer(sock: socket.socket, path: str, uid: Optional[int] = None) -> Non
 
 
 class Client:
-    """A rank's session with the agent. Not safe for use from several threads at once."""
+    """A rank's session with the agent. Not safe for use from several threads at once.
 
-    def __init__(self, path: Optional[str] = None, timeout: float = 90.0):
-        self.path = path or os.environ.get(ENV_SOCKET)
-        if not self.path:
-            raise RuntimeError(f"{ENV_SOCKET} is not set")
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
-        self._sock.connect(self.path)
-        try:
-            check_peer(self._sock, self.path)
-        except PermissionError:
-            self._sock.close()
-            raise
-        self._file = self._sock.makefile("rwb")
+    Outside PickyMan the client is a no-op: when no socket is named (PICKYMAN_AGENT_SOCKET
+    unset) or nothing listens at the named path, connected is False and every call returns
+    harmlessly (register and resume_point a fresh start, poll and requested None, the reports
+    nothing), so the same training script runs anywhere. A named socket that is missing is
+    waited for up to wait seconds first (the agent may be restarting) and then reported with a
+    RuntimeWarning. A listener that is not the agent (check_peer) is still refused."""
+
+    def __init__(self, path: Optional[str] = None, timeout: float = 90.0, wait: float = 5.0):
+        self.path: str = path or os.environ.get(ENV_SOCKET, "")
+        self._sock: Optional[socket.socket] = None
+        self._file: Any = None
         self._last_poll = 0.0
         self._pending: Optional[CheckpointRequest] = None
+        if not self.path:
+            return
+        deadline = time.monotonic() + wait
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            try:
+                sock.connect(self.path)
+                break
+            except OSError as e:
+                sock.close()
+                if e.errno not in (errno.ENOENT, errno.ECONNREFUSED):
+                    raise
+                if time.monotonic() >= deadline:
+                    warnings.warn(f"no PickyMan agent at {self.path} ({e.strerror}): checkpoint requests "
+                                  "will not be seen", RuntimeWarning, stacklevel=2)
+                    return
+                time.sleep(0.1)
+        try:
+            check_peer(sock, self.path)
+        except PermissionError:
+            sock.close()
+            raise
+        self._sock = sock
+        self._file = sock.makefile("rwb")
+
+    @property
+    def connected(self) -> bool:
+        """Whether an agent answers: False outside PickyMan, where every call is a no-op."""
+        return self._sock is not None
 
     def close(self) -> None:
-        self._file.close()
-        self._sock.close()
+        if self._sock is not None:
+            self._file.close()
+            self._sock.close()
+            self._sock = self._file = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _call(self, op: str, **fields) -> dict:
-        req = {"op": op}
+    def _call(self, op: str, **fields: Any) -> Dict[str, Any]:
+        if self._sock is None:
+            return {"ok": True}
+        req: Dict[str, Any] = {"op": op}
         req.update({k: v for k, v in fields.items() if v not in (None, 0, "", 0.0)})
         self._file.write(json.dumps(req).encode() + b"\n")
         self._file.flush()
@@ -120,7 +157,7 @@ class Client:
         return resp
 
     @staticmethod
-    def _resume(resp: dict) -> ResumePoint:
+    def _resume(resp: Dict[str, Any]) -> ResumePoint:
         r = resp.get("resume") or {}
         return ResumePoint(epoch=int(r.get("epoch", 0)), path=r.get("path", ""),
                            world_size=int(r.get("worldSize", 0)),
@@ -142,9 +179,11 @@ class Client:
                 time.sleep(0.1)
 
     def resume_point(self) -> ResumePoint:
+        """Where training starts (as register answered)."""
         return self._resume(self._call("resume_point"))
 
     def epoch_begin(self, epoch: int) -> None:
+        """Report that epoch begins: first the resume epoch, then the one after the last ended."""
         self._call("epoch_begin", epoch=epoch)
 
     def epoch_end(self, epoch: int, samples: int = 0, nbytes: int = 0) -> None:
