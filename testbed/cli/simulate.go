@@ -36,20 +36,35 @@ type simulateOptions struct {
 	noise    float64
 	elastic  float64
 	grow     int32
+	// load is the offered load of the generated trace on the cluster's GPUs; 0 keeps
+	// traces.DefaultGenerateConfig's load and size (replay's generated trace).
+	load float64
 }
+
+// Defaults of `pickyman simulate`: a generated trace that offers 1.5 times what 16 nodes of
+// 8 GPUs can serve over its arrival window, so queues form and the policies differ.
+const (
+	defaultSimCluster = "16x8"
+	defaultSimLoad    = 1.5
+	// allPolicies asks --policies for every registered policy, ablations included.
+	allPolicies = "all"
+)
 
 // newSimulateCommand returns `pickyman simulate`: every policy on one trace, side by side.
 func newSimulateCommand() *cobra.Command {
-	o := simulateOptions{cluster: "32x8", seed: 1, out: "out/sim", tick: sim.DefaultConfig().Tick,
-		noise: sim.DefaultPhysics().NoiseSigma}
+	o := simulateOptions{cluster: defaultSimCluster, seed: 1, out: "out/sim", tick: sim.DefaultConfig().Tick,
+		noise: sim.DefaultPhysics().NoiseSigma, load: defaultSimLoad}
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Simulate scheduling policies on a trace and write a side-by-side report",
 		Long: "Replay a trace on a cluster under each policy, concurrently, with the operator's own\n" +
 			"scheduling core and checkpoint-aware preemption physics (docs/simulator.md). Without\n" +
-			"--trace it uses the generated default trace. Writes results.json, jobs.csv and\n" +
-			"report.html to --out and prints the table.",
+			"--trace it generates a trace that offers --load on the cluster. Without --policies it runs\n" +
+			"the baselines and PickyMan (--policies all adds PickyMan's ablations). Writes\n" +
+			"results.json, jobs.csv and report.html to --out and prints a verdict (PickyMan against\n" +
+			"the best baseline) and the table.",
 		Example: "  pickyman simulate --out out/demo\n" +
+			"  pickyman simulate --policies all --cluster 8x8 --load 1.2 --out out/ablations\n" +
 			"  pickyman simulate --trace ../shared/traces/tiresias/60_job.csv --cluster 16x4 --check --out out/t60\n" +
 			"  pickyman simulate --trace ../shared/traces/philly-adaptdl/philly.csv --cluster 64x8 --window 0:720h",
 		Args: cobra.NoArgs,
@@ -60,7 +75,9 @@ func newSimulateCommand() *cobra.Command {
 	f := cmd.Flags()
 	o.bindTraceFlags(f, "cluster", "cluster: NODESxGPUS[:MODEL] pools joined by ',', or a cluster file",
 		"directory for results.json, jobs.csv and report.html")
-	f.StringVar(&o.policies, "policies", o.policies, "comma-separated policies; empty runs every registered one ("+strings.Join(policies.Names(), ",")+")")
+	f.StringVar(&o.policies, "policies", o.policies, "comma-separated policies; empty runs the baselines and pickyman ("+
+		strings.Join(defaultPolicies(), ",")+"), 'all' every registered one (also "+strings.Join(ablations(), ",")+")")
+	f.Float64Var(&o.load, "load", o.load, "offered load of the generated trace on the cluster's GPUs over its arrival window (without --trace)")
 	f.BoolVar(&o.check, "check", o.check, "check invariants at every cycle (slower)")
 	f.BoolVar(&o.ideal, "ideal", o.ideal, "free preemption and no start cost, as most research simulators assume")
 	f.DurationVar(&o.tick, "tick", o.tick, "also poll: a scheduling cycle this often while jobs wait (0: cycles only at events and the policy's wake-ups)")
@@ -97,8 +114,12 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	if jobs, err = selectJobs(jobs, o.window, o.jobs); err != nil {
 		return err
 	}
-	names := policies.Names()
-	if o.policies != "" {
+	names := defaultPolicies()
+	switch o.policies {
+	case "":
+	case allPolicies:
+		names = policies.Names()
+	default:
 		names = strings.Split(o.policies, ",")
 	}
 	for i, n := range names {
@@ -137,6 +158,9 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
+	if v := res.VerdictText(); v != "" {
+		fmt.Fprintln(stdout, v)
+	}
 	fmt.Fprint(stdout, res.Table())
 	fmt.Fprintf(stderr, "wrote %s/results.json, jobs.csv and report.html\n", o.out)
 	return nil
@@ -147,6 +171,9 @@ func loadJobs(o simulateOptions, cluster traces.Cluster) ([]traces.Job, report.M
 	if o.trace == "" {
 		cfg := traces.DefaultGenerateConfig()
 		cfg.Seed = o.seed
+		if o.load > 0 {
+			cfg.Load, cfg.ClusterGPUs = o.load, cluster.GPUs()
+		}
 		jobs := traces.Generate(cfg)
 		meta := report.Meta{Trace: fmt.Sprintf("generated (%d jobs, seed %d, load %.2f on %d GPUs)", cfg.Jobs, cfg.Seed, cfg.Load, cfg.ClusterGPUs),
 			Format: string(traces.FormatPickyman), SynthesizedFields: report.Synthesized(jobs)}
@@ -163,6 +190,29 @@ func loadJobs(o simulateOptions, cluster traces.Cluster) ([]traces.Job, report.M
 		return nil, report.Meta{}, err
 	}
 	return jobs, report.Meta{Trace: o.trace, Format: string(r.Format()), SynthesizedFields: report.Synthesized(jobs)}, nil
+}
+
+// defaultPolicies returns the registered policies but PickyMan's ablations: the baselines
+// and PickyMan.
+func defaultPolicies() []string {
+	var out []string
+	for _, n := range policies.Names() {
+		if !strings.HasPrefix(n, report.Subject+"-") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ablations returns PickyMan's registered variants.
+func ablations() []string {
+	var out []string
+	for _, n := range policies.Names() {
+		if strings.HasPrefix(n, report.Subject+"-") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // selectJobs applies --window and --jobs.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/testbed/metrics"
 )
 
@@ -49,6 +50,73 @@ func TestSimulateCommand(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "mean wait (s)") || !strings.Contains(stdout.String(), "srtf") {
 		t.Errorf("table missing from stdout:\n%s", stdout.String())
+	}
+}
+
+// TestSimulateDefaults runs simulate without --trace or --policies on a small cluster: the
+// generated trace offers --load on that cluster, the baselines and PickyMan run (no
+// ablations), and the verdict comes before the table.
+func TestSimulateDefaults(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"simulate", "--jobs", "120", "--cluster", "2x8", "--load", "1.5", "--out", out})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("simulate: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Trace string   `json:"trace"`
+		Order []string `json:"order"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if want := "fifo,sjf,srtf,tiresias,kueue,pickyman"; strings.Join(res.Order, ",") != want {
+		t.Errorf("policies %v, want %s", res.Order, want)
+	}
+	if !strings.Contains(res.Trace, "load 1.50 on 16 GPUs") {
+		t.Errorf("trace %q, want one generated for load 1.50 on the cluster's 16 GPUs", res.Trace)
+	}
+	got := stdout.String()
+	verdict, table := strings.Index(got, "pickyman against the best of fifo, sjf, srtf, tiresias, kueue"), strings.Index(got, "mean wait (s)")
+	if verdict < 0 || table < 0 || verdict > table {
+		t.Errorf("want the verdict, then the table:\n%s", got)
+	}
+	for _, fig := range []string{"mean wait", "p99 wait", "makespan", "GPU-hours lost"} {
+		if !strings.Contains(got[:max(verdict, table)], "  "+fig+" ") {
+			t.Errorf("verdict lacks %s:\n%s", fig, got)
+		}
+	}
+}
+
+func TestSimulatePoliciesAll(t *testing.T) {
+	out := t.TempDir()
+	var sink bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&sink)
+	root.SetErr(&sink)
+	root.SetArgs([]string{"simulate", "--jobs", "20", "--cluster", "2x8", "--policies", "all", "--out", out})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("simulate: %v\n%s", err, sink.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Order []string `json:"order"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(res.Order, ","), strings.Join(policies.Names(), ","); got != want {
+		t.Errorf("--policies all ran %s, want every registered policy %s", got, want)
 	}
 }
 

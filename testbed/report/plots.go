@@ -1,196 +1,230 @@
 package report
 
 import (
-	"bytes"
-	"encoding/base64"
+	"encoding/json"
 	"fmt"
-	"image/color"
+	"html/template"
 	"math"
 	"slices"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/pickyman/pickyman/testbed/metrics"
 )
 
-// Figure is one embedded plot.
+// Figure is one plot of the report: a question and the SVG that answers it.
 type Figure struct {
-	Title string
-	// URI is a data: URI of the PNG.
-	URI string
+	// ID names the figure in the page (an HTML id).
+	ID string
+	// Title is the question the plot answers; Caption says how to read it.
+	Title, Caption string
+	// SVG is the plot's markup, rendered by this package.
+	SVG template.HTML
+	// Data is the JSON the page's script reads to show values under the pointer; empty
+	// for plots without hover.
+	Data template.JS
+	// Policies lists the policies drawn, in order.
+	Policies []string
 }
 
-const cdfPoints = 400
+// hoverData is what the page's script reads for a line plot.
+type hoverData struct {
+	X struct {
+		Min    float64 `json:"min"`
+		Max    float64 `json:"max"`
+		Log    bool    `json:"log"`
+		Format string  `json:"format"`
+		Label  string  `json:"label"`
+	} `json:"x"`
+	YFormat string   `json:"yformat"`
+	Series  []series `json:"series"`
+	// Geometry of the plot area in SVG units: left, top, width, height.
+	Area [4]float64 `json:"area"`
+}
 
-// cdf returns at most cdfPoints points of the empirical CDF of xs, with values below
-// floor raised to floor (log axes).
-func cdf(xs []float64, floor float64) plotter.XYs {
+// cdfSeries returns the empirical CDF of xs as points (value, fraction of jobs at or
+// below it), values below floor raised to floor (log axes).
+func cdfSeries(xs []float64, floor float64) [][2]float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	n := len(s)
-	step := max(1, n/cdfPoints)
-	var pts plotter.XYs
-	for i := 0; i < n; i += step {
-		pts = append(pts, plotter.XY{X: math.Max(s[i], floor), Y: float64(i+1) / float64(n)})
+	var pts [][2]float64
+	for i, v := range s {
+		if i+1 < n && s[i+1] == v {
+			continue // one point per distinct value, at its highest rank
+		}
+		pts = append(pts, [2]float64{math.Max(v, floor), float64(i+1) / float64(n)})
 	}
-	if n > 0 && (n-1)%step != 0 {
-		pts = append(pts, plotter.XY{X: math.Max(s[n-1], floor), Y: 1})
-	}
-	return pts
+	return thin(pts)
 }
 
-func render(p *plot.Plot) (uri string, err error) {
-	defer func() {
-		// gonum/plot panics on some degenerate inputs; report them as errors.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+// linePlot renders one line per policy and the hover data.
+func linePlot(id, title, caption string, names []string, styles map[string]Style, all []series, x, y axis) (Figure, error) {
+	var b svgBuilder
+	b.frame(title, x, y)
+	for _, s := range all {
+		if len(s.Points) > 0 {
+			b.line(s, styles[s.Policy], x, y)
 		}
-	}()
-	w, err := p.WriterTo(7*vg.Inch, 3.6*vg.Inch, "png")
+	}
+	b.f(`<g class="hover" visibility="hidden"><line class="cursor" x1="0" y1="%d" x2="0" y2="%d"/></g>`, marginT, marginT+innerH)
+	b.WriteString(`</svg>`)
+	var h hoverData
+	h.X.Min, h.X.Max, h.X.Log, h.X.Format, h.X.Label = x.min, x.max, x.log, x.format, x.label
+	h.YFormat, h.Series = y.format, all
+	h.Area = [4]float64{marginL, marginT, innerW, innerH}
+	js, err := json.Marshal(h)
 	if err != nil {
-		return "", err
+		return Figure{}, err
 	}
-	var b bytes.Buffer
-	if _, err := w.WriteTo(&b); err != nil {
-		return "", err
-	}
-	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes()), nil
+	// The markup is built from numbers and escaped names; json.Marshal escapes <, > and &.
+	return Figure{ID: id, Title: title, Caption: caption, SVG: template.HTML(b.String()), Data: template.JS(js), Policies: names}, nil
 }
 
-// lines adds one line per run to p.
-func lines(p *plot.Plot, runs []*metrics.Run, xy func(r *metrics.Run) plotter.XYs) error {
-	for i, r := range runs {
-		pts := xy(r)
-		if len(pts) == 0 {
-			continue
+// bounds returns the smallest and largest X and Y over every series.
+func bounds(all []series) (x0, x1, y0, y1 float64) {
+	x0, y0 = math.Inf(1), math.Inf(1)
+	x1, y1 = math.Inf(-1), math.Inf(-1)
+	for _, s := range all {
+		for _, p := range s.Points {
+			x0, x1 = math.Min(x0, p[0]), math.Max(x1, p[0])
+			y0, y1 = math.Min(y0, p[1]), math.Max(y1, p[1])
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
-		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i)
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(r.Policy, l)
 	}
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
-	return nil
+	if math.IsInf(x0, 1) {
+		return 0, 1, 0, 1
+	}
+	return x0, x1, y0, y1
 }
 
-func cdfPlot(title, xlabel string, runs []*metrics.Run, value func(j *metrics.JobRecord) float64) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xlabel + " (s, log scale; values under 1 s at 1 s)"
-	p.Y.Label.Text = "fraction of jobs"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Left = true
-	err := lines(p, runs, func(r *metrics.Run) plotter.XYs {
+func cdfFigure(id, title, caption, xlabel string, names []string, styles map[string]Style, runs []*metrics.Run, value func(j *metrics.JobRecord) float64) (Figure, error) {
+	var all []series
+	for _, r := range runs {
 		var xs []float64
 		for i := range r.Jobs {
 			if !r.Jobs[i].Rejected {
 				xs = append(xs, value(&r.Jobs[i]))
 			}
 		}
-		return cdf(xs, 1)
-	})
-	// A log axis needs a positive range even when every value sits at the floor.
-	p.X.Min = math.Max(p.X.Min, 1)
-	if p.X.Max <= p.X.Min*10 {
-		p.X.Max = p.X.Min * 10
+		all = append(all, series{Policy: r.Policy, Points: cdfSeries(xs, 1)})
 	}
-	p.Legend.Left, p.Legend.Top = false, false
-	return p, err
+	_, hi, _, _ := bounds(all)
+	// A log axis from 1 s to the next round duration above the largest value.
+	x := axis{min: 1, max: math.Max(10, hi*1.05), log: true, format: secondsFormat, label: xlabel + " (log scale; under 1 s drawn at 1 s)"}
+	y := axis{min: 0, max: 1, format: fracFormat, label: "fraction of jobs"}
+	return linePlot(id, title, caption, names, styles, all, x, y)
 }
 
-func seriesPlot(title, ylabel string, runs []*metrics.Run, value func(pt metrics.Point) float64) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "time since the first arrival (h)"
-	p.Y.Label.Text = ylabel
-	err := lines(p, runs, func(r *metrics.Run) plotter.XYs {
-		var pts plotter.XYs
+func seriesFigure(id, title, caption, ylabel, yformat string, names []string, styles map[string]Style, runs []*metrics.Run, value func(pt metrics.Point) float64) (Figure, error) {
+	var all []series
+	for _, r := range runs {
+		var pts [][2]float64
 		for _, pt := range r.Series {
-			pts = append(pts, plotter.XY{X: pt.T.Hours(), Y: value(pt)})
+			pts = append(pts, [2]float64{pt.T.Hours(), value(pt)})
 		}
-		return pts
-	})
-	return p, err
+		all = append(all, series{Policy: r.Policy, Points: thin(pts)})
+	}
+	x0, x1, _, y1 := bounds(all)
+	if x1 <= x0 {
+		x1 = x0 + 1
+	}
+	if y1 <= 0 {
+		y1 = 1
+	}
+	x := axis{min: math.Min(0, x0), max: x1, format: hourFormat, label: "time since the first arrival (h)"}
+	y := axis{min: 0, max: niceCeil(y1), format: yformat, label: ylabel}
+	return linePlot(id, title, caption, names, styles, all, x, y)
 }
 
-func barPlot(title, ylabel string, res *Results, value func(p *Policy) float64) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = ylabel
-	names := res.names()
-	var vs plotter.Values
-	for _, n := range names {
-		pol := res.Policies[n]
-		vs = append(vs, value(&pol))
-	}
-	b, err := plotter.NewBarChart(vs, vg.Points(28))
-	if err != nil {
-		return nil, err
-	}
-	b.Color = color.RGBA{R: 70, G: 110, B: 170, A: 255}
-	b.LineStyle.Width = 0
-	p.Add(b)
-	p.NominalX(names...)
-	p.Y.Min = 0
-	if p.Y.Max <= 0 {
-		p.Y.Max = 1
-	}
-	p.X.Tick.Label.Rotation = math.Pi / 6
-	p.X.Tick.Label.XAlign = draw.XRight
-	p.X.Tick.Label.YAlign = draw.YCenter
-	p.Add(plotter.NewGrid())
-	return p, nil
+// niceCeil rounds v up to a multiple of its tick step.
+func niceCeil(v float64) float64 {
+	step := niceStep(v / 5)
+	return math.Ceil(v/step-1e-9) * step
 }
 
-// Figures renders the report's plots: CDFs of JCT and waiting time, utilization and queue
-// length over time, preemptions and GPU-hours lost per policy.
+// costFigure draws preemptions and GPU-hours lost per policy as two panels of horizontal
+// bars, one bar per policy in its colour.
+func costFigure(res *Results, names []string, styles map[string]Style) Figure {
+	var b svgBuilder
+	const title = "What does preemption cost?"
+	rowH := math.Min(26, float64(innerH)/float64(max(1, len(names))))
+	h := int(marginT + rowH*float64(len(names)) + 30)
+	b.f(`<svg class="plot bars" viewBox="0 0 %d %d" role="img" aria-label="%s">`, plotW, h, esc(title))
+	const labelW, panelGap = 120, 30
+	panelW := (plotW - labelW - marginR - panelGap) / 2
+	panels := []struct {
+		name  string
+		value func(p *Policy) float64
+		text  func(v float64) string
+	}{
+		{"preemptions", func(p *Policy) float64 { return float64(p.Preemptions) }, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+		{"GPU-hours lost", func(p *Policy) float64 { return p.GPUHoursLost }, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
+	}
+	for pi, panel := range panels {
+		x0 := float64(labelW + pi*(panelW+panelGap))
+		top := 0.0
+		for _, n := range names {
+			p := res.Policies[n]
+			top = math.Max(top, panel.value(&p))
+		}
+		if top <= 0 {
+			top = 1
+		}
+		b.f(`<text class="axis-label" x="%.1f" y="%d">%s</text>`, x0, marginT, esc(panel.name))
+		for i, n := range names {
+			p := res.Policies[n]
+			v := panel.value(&p)
+			y := float64(marginT+8) + rowH*float64(i)
+			if pi == 0 {
+				b.f(`<text class="tick" x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, labelW-8, y+rowH/2, esc(n))
+			}
+			w := math.Max(1, v/top*float64(panelW-60))
+			st := styles[n]
+			b.f(`<rect class="bar" data-policy="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s %s</title></rect>`,
+				esc(n), x0, y+2, w, rowH-4, st.Color, esc(n), panel.text(v), esc(panel.name))
+			b.f(`<text class="value" x="%.1f" y="%.1f" dominant-baseline="middle">%s</text>`, x0+w+4, y+rowH/2, panel.text(v))
+		}
+	}
+	b.WriteString(`</svg>`)
+	return Figure{ID: "cost", Title: title, SVG: template.HTML(b.String()), Policies: names,
+		Caption: "Preemptions (suspends) per policy, and the GPU-hours they cost: redone work, checkpoint writes or grace periods, and resume overhead."}
+}
+
+// Figures renders the report's plots, one per question: how long jobs wait and take (CDFs),
+// how busy the cluster is and how long the queue is (over time), and what preemption
+// costs (per policy). Subject is drawn solid, the others dashed or dotted.
 func Figures(res *Results, runs []*metrics.Run) ([]Figure, error) {
-	type mk struct {
-		title string
-		make  func() (*plot.Plot, error)
-	}
-	all := []mk{
-		{"CDF of job completion time", func() (*plot.Plot, error) {
-			return cdfPlot("CDF of job completion time", "JCT", runs, func(j *metrics.JobRecord) float64 { return j.JCT().Seconds() })
-		}},
-		{"CDF of waiting time", func() (*plot.Plot, error) {
-			return cdfPlot("CDF of waiting time", "waiting time", runs, func(j *metrics.JobRecord) float64 { return j.Wait().Seconds() })
-		}},
-		{"GPU utilization over time", func() (*plot.Plot, error) {
-			return seriesPlot("GPU utilization over time (allocated GPUs / cluster GPUs)", "utilization", runs, func(pt metrics.Point) float64 { return pt.Utilization })
-		}},
-		{"Queue length over time", func() (*plot.Plot, error) {
-			return seriesPlot("Queue length over time", "queued jobs", runs, func(pt metrics.Point) float64 { return pt.Queued })
-		}},
-		{"Preemptions per policy", func() (*plot.Plot, error) {
-			return barPlot("Preemptions per policy", "preemptions", res, func(p *Policy) float64 { return float64(p.Preemptions) })
-		}},
-		{"GPU-hours lost per policy", func() (*plot.Plot, error) {
-			return barPlot("GPU-hours lost to preemption per policy", "GPU-hours", res, func(p *Policy) float64 { return p.GPUHoursLost })
-		}},
-	}
+	names := res.names()
+	styles := Styles(names, Subject)
 	var figs []Figure
-	for _, m := range all {
-		p, err := m.make()
+	add := func(f Figure, err error) error {
 		if err != nil {
-			return nil, fmt.Errorf("report: plot %q: %w", m.title, err)
+			return fmt.Errorf("report: plot %q: %w", f.Title, err)
 		}
-		uri, err := render(p)
-		if err != nil {
-			return nil, fmt.Errorf("report: render %q: %w", m.title, err)
+		figs = append(figs, f)
+		return nil
+	}
+	steps := []func() (Figure, error){
+		func() (Figure, error) {
+			return cdfFigure("wait", "How long do jobs wait?", "Share of jobs that waited at most the time on the x axis (queueing plus time suspended). Higher and further left is better.",
+				"waiting time", names, styles, runs, func(j *metrics.JobRecord) float64 { return j.Wait().Seconds() })
+		},
+		func() (Figure, error) {
+			return cdfFigure("jct", "How long do jobs take from submission to completion?", "Share of jobs that completed within the time on the x axis after their submission.",
+				"job completion time", names, styles, runs, func(j *metrics.JobRecord) float64 { return j.JCT().Seconds() })
+		},
+		func() (Figure, error) {
+			return seriesFigure("utilization", "How busy is the cluster?", "Allocated GPUs over the cluster's GPUs, averaged over time buckets.",
+				"GPU utilization", fracFormat, names, styles, runs, func(pt metrics.Point) float64 { return pt.Utilization })
+		},
+		func() (Figure, error) {
+			return seriesFigure("queue", "How long is the queue?", "Jobs waiting for GPUs, averaged over time buckets.",
+				"jobs waiting", countFormat, names, styles, runs, func(pt metrics.Point) float64 { return pt.Queued })
+		},
+		func() (Figure, error) { return costFigure(res, names, styles), nil },
+	}
+	for _, s := range steps {
+		if err := add(s()); err != nil {
+			return nil, err
 		}
-		figs = append(figs, Figure{Title: m.title, URI: uri})
 	}
 	return figs, nil
 }
