@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,24 +59,54 @@ func (c Cluster) String() string {
 // ParseCluster reads "NODESxGPUS[:MODEL]" (pools joined by ",") or a cluster file: a
 // Tiresias cluster spec (num_switch,num_node_p_switch,num_gpu_p_node,...), an Alibaba v2023
 // openb node list (sn,cpu_milli,memory_mib,gpu,model), or a Philly cluster_machine_list
-// (machineId,number of GPUs,single GPU mem). A spec naming an existing file is read as a file.
+// (machineId,number of GPUs,single GPU mem). A spec naming an existing file is read as a file;
+// a spec that is not a pool list and looks like a path (it has a directory separator or a
+// file extension) is a missing file, and the error says so.
 func ParseCluster(spec string) (Cluster, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Cluster{}, errors.New("traces: empty cluster spec")
 	}
-	if st, err := os.Stat(spec); err == nil && !st.IsDir() {
+	st, statErr := os.Stat(spec)
+	if statErr == nil && !st.IsDir() {
 		return readClusterFile(spec)
 	}
 	c := Cluster{Source: spec}
 	for i, part := range strings.Split(spec, ",") {
 		p, err := parsePool(strings.TrimSpace(part))
-		if err != nil {
-			return Cluster{}, fmt.Errorf("traces: cluster spec %q: pool %d %q: %w (want NODESxGPUS[:MODEL], e.g. 32x8:V100, or a cluster file)", spec, i+1, part, err)
+		if err == nil {
+			c.Pools = append(c.Pools, p)
+			continue
 		}
-		c.Pools = append(c.Pools, p)
+		switch {
+		case statErr == nil: // a directory
+			return Cluster{}, fmt.Errorf("traces: cluster file %s: a directory, not a file", spec)
+		case looksLikePath(spec) && errors.Is(statErr, fs.ErrNotExist):
+			return Cluster{}, fmt.Errorf("traces: cluster file %s: no such file (want a cluster file or NODESxGPUS[:MODEL] pools, e.g. 32x8:V100)", spec)
+		case looksLikePath(spec):
+			return Cluster{}, fmt.Errorf("traces: cluster file %s: %w", spec, statErr)
+		}
+		return Cluster{}, fmt.Errorf("traces: cluster spec %q: pool %d %q: %w (want NODESxGPUS[:MODEL], e.g. 32x8:V100, or a cluster file)", spec, i+1, part, err)
 	}
 	return c, nil
+}
+
+// looksLikePath reports whether a cluster spec that is not a pool list was meant as a file:
+// it has a directory separator or ends in a file extension of letters (".csv").
+func looksLikePath(spec string) bool {
+	if strings.ContainsAny(spec, `/\`) {
+		return true
+	}
+	ext := filepath.Ext(spec)
+	if len(ext) < 2 {
+		return false
+	}
+	for _, r := range ext[1:] {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 func parsePool(s string) (NodePool, error) {

@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,32 @@ func TestParseClusterFile(t *testing.T) {
 			}
 			if diff := cmpDiff(tc.want, c.Pools); diff != "" {
 				t.Errorf("pools (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParseClusterMissingFile: a spec that is not a pool list and looks like a path is a
+// missing cluster file, and the error names the path; a spec with neither keeps the pool
+// error.
+func TestParseClusterMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	tests := map[string]struct {
+		spec    string
+		wantErr string
+	}{
+		"csv name":      {spec: "clusters.csv", wantErr: "traces: cluster file clusters.csv: no such file"},
+		"path":          {spec: filepath.Join(dir, "nodes"), wantErr: "traces: cluster file " + filepath.Join(dir, "nodes") + ": no such file"},
+		"relative path": {spec: "conf/64x8", wantErr: "traces: cluster file conf/64x8: no such file"},
+		"directory":     {spec: dir, wantErr: "traces: cluster file " + dir + ": a directory, not a file"},
+		"pool typo":     {spec: "4x8,4xq", wantErr: `traces: cluster spec "4x8,4xq": pool 2 "4xq"`},
+		"no extension":  {spec: "mycluster", wantErr: `traces: cluster spec "mycluster": pool 1 "mycluster": missing 'x'`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseCluster(tc.spec)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("ParseCluster(%q) error = %v, want it to contain %q", tc.spec, err, tc.wantErr)
 			}
 		})
 	}

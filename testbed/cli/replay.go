@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pickyman/pickyman/operator/pkg/policies"
@@ -24,10 +27,16 @@ import (
 	"github.com/pickyman/pickyman/traces"
 )
 
+// defaultReplayModel is the GPU model of the local cluster's pools that name none.
+const defaultReplayModel = "A100"
+
 // replayOptions are the flags of `pickyman replay`.
 type replayOptions struct {
 	simulateOptions
-	target    string
+	// kubeconfig names an existing cluster to replay on; empty brings up the local one.
+	kubeconfig string
+	// nodes is the old name of --cluster.
+	nodes     string
 	name      string
 	policy    string
 	timeScale float64
@@ -42,35 +51,45 @@ type replayOptions struct {
 // cluster that runs PickyMan), side by side with the simulator.
 func newReplayCommand() *cobra.Command {
 	o := replayOptions{simulateOptions: simulateOptions{cluster: "64x8", seed: 1, out: "out/replay"},
-		target: "local", name: "pickyman-replay", policy: "pickyman", timeScale: 100, compare: true, stuck: 3 * time.Minute,
+		name: "pickyman-replay", policy: "pickyman", timeScale: 100, compare: true, stuck: 3 * time.Minute,
 		kind: replay.KindPyTorchJob}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Replay a trace on a Kubernetes cluster running PickyMan and compare with the simulator",
-		Long: "Bring up the local testbed cluster (or use --cluster KUBECONFIG, where PickyMan's\n" +
-			"operator and testbed agent already run), submit one job per trace job (a PyTorchJob, or\n" +
-			"a RayJob with --kind rayjob or mixed) at its\n" +
-			"scaled arrival time, follow them to completion, read every job's timeline back from\n" +
-			"the API server, and write results.json, jobs.csv and report.html with the cluster's\n" +
-			"run and the simulator's on the same jobs and seed, plus fidelity.md with the difference.",
-		Example: "  pickyman replay --trace ../shared/traces/philly-adaptdl/philly.csv --window 0:48h --jobs 300 --nodes 64x8 --policy fifo\n" +
-			"  pickyman replay --trace ../shared/traces/tiresias/60_job.csv --nodes 16x4 --time-scale 200 --policy tiresias",
+		Long: "Bring up the local testbed cluster with the nodes of --cluster (or use the cluster of\n" +
+			"--kubeconfig, where PickyMan's operator and testbed agent already run), submit one job per\n" +
+			"trace job (a PyTorchJob, or a RayJob with --kind rayjob or mixed) at its scaled arrival\n" +
+			"time, follow them to completion, read every job's timeline back from the API server, and\n" +
+			"write results.json, jobs.csv and report.html with the cluster's run and the simulator's on\n" +
+			"the same jobs and seed, plus fidelity.md with the difference.\n\n" +
+			"--cluster is a cluster spec, as simulate's: the local cluster's nodes and the simulator's\n" +
+			"cluster. With --kubeconfig it describes that cluster's GPU nodes, for the simulator and the\n" +
+			"GPU count; a kubeconfig passed to --cluster is refused. --nodes is its old name.",
+		Example: "  pickyman replay --trace ../shared/traces/philly-adaptdl/philly.csv --window 0:48h --jobs 300 --cluster 64x8 --policy fifo\n" +
+			"  pickyman replay --trace ../shared/traces/tiresias/60_job.csv --cluster 16x4 --time-scale 200 --policy tiresias\n" +
+			"  pickyman replay --trace ../shared/traces/tiresias/60_job.csv --cluster 16x4 --kubeconfig ~/.kube/config",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.resolve(cmd.Flags()); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runReplay(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.target, "cluster", o.target, "local (bring up the testbed cluster) or the path of a kubeconfig whose cluster runs PickyMan")
-	o.bindTraceFlags(f, "nodes", "the local cluster's nodes: NODESxGPUS[:MODEL] pools joined by ',' (as simulate's --cluster)",
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "replay on the cluster of this kubeconfig, where PickyMan's operator and testbed agent run (empty: bring up the local testbed cluster)")
+	o.bindTraceFlags(f, "cluster", "the cluster, as simulate's --cluster: NODESxGPUS[:MODEL] pools joined by ',', or a cluster file; the local cluster's nodes "+
+		"(MODEL one of "+strings.Join(cluster.KnownGPUModels(), ", ")+"; default "+defaultReplayModel+") and the simulator's cluster",
 		"directory for results.json, jobs.csv, report.html and fidelity.md")
+	f.StringVar(&o.nodes, "nodes", "", "old name of --cluster")
+	must(f.MarkDeprecated("nodes", "use --cluster (the same cluster spec)"))
 	f.StringVar(&o.name, "name", o.name, "name of the local cluster (brought up fresh and taken down after)")
 	f.StringVar(&o.policy, "policy", o.policy, "the operator's policy ("+strings.Join(policies.Names(), ",")+")")
 	f.Float64Var(&o.timeScale, "time-scale", o.timeScale, "trace seconds per real second")
-	f.BoolVar(&o.keep, "keep-cluster", o.keep, "leave the local cluster up afterwards")
-	f.BoolVar(&o.processes, "pickyman-processes", false, "local cluster: run PickyMan's operator and agent as local processes instead of installing them on a real node (development)")
+	f.BoolVar(&o.keep, "keep-cluster", o.keep, "leave the local cluster up afterwards (not with --kubeconfig)")
+	f.BoolVar(&o.processes, "pickyman-processes", false, "local cluster: run PickyMan's operator and agent as local processes instead of installing them on a real node (development; not with --kubeconfig)")
 	f.BoolVar(&o.compare, "compare", o.compare, "also simulate the same jobs and write the side-by-side")
 	f.DurationVar(&o.stuck, "stuck-after", o.stuck, "stop with a diagnosis when no job changed phase for this long (real time)")
 	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic PyTorchJobs (0 to 1; the simulator's choice, docs/simulator.md)")
@@ -89,6 +108,14 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	if o.kubeconfig == "" {
+		// The local cluster's nodes carry the model's GPU feature discovery labels.
+		for _, p := range size.Pools {
+			if err := cluster.CheckGPUModel(cmp.Or(p.GPUModel, defaultReplayModel)); err != nil {
+				return fmt.Errorf("--cluster %s: %w", o.cluster, err)
+			}
+		}
+	}
 	jobs, meta, err := loadJobs(o.simulateOptions, size)
 	if err != nil {
 		return err
@@ -98,8 +125,8 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	}
 	gpus := int32(size.GPUs())
 
-	// 1. The cluster: the local testbed brought up for the replay, or the one of --cluster.
-	kubeconfig, opts, local := o.target, cluster.Options{}, o.target == "local"
+	// 1. The cluster: the local testbed brought up for the replay, or the one of --kubeconfig.
+	kubeconfig, opts, local := o.kubeconfig, cluster.Options{}, o.kubeconfig == ""
 	if local {
 		var down func()
 		if opts, kubeconfig, down, err = o.upLocal(ctx, size, jobs, stderr); err != nil {
@@ -157,8 +184,37 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	return nil
 }
 
+// resolve reads the flags whose meaning depends on which were given: --nodes is the old name
+// of --cluster, and the local cluster's own flags mean nothing with --kubeconfig.
+func (o *replayOptions) resolve(f *pflag.FlagSet) error {
+	if f.Changed("nodes") {
+		if f.Changed("cluster") {
+			return errors.New("--nodes is the old name of --cluster: pass only --cluster")
+		}
+		o.cluster = o.nodes
+	}
+	if o.kubeconfig != "" {
+		for _, name := range []string{"name", "keep-cluster", "pickyman-processes"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s is for the local cluster; with --kubeconfig the replay neither brings a cluster up nor takes it down", name)
+			}
+		}
+	}
+	return nil
+}
+
 // validate checks the flags that need no trace or cluster.
 func (o replayOptions) validate() error {
+	if err := checkClusterSpec(o.cluster); err != nil {
+		return err
+	}
+	if o.kubeconfig != "" {
+		if st, err := os.Stat(o.kubeconfig); err != nil {
+			return fmt.Errorf("--kubeconfig %s: no such file", o.kubeconfig)
+		} else if st.IsDir() {
+			return fmt.Errorf("--kubeconfig %s: a directory, not a kubeconfig file", o.kubeconfig)
+		}
+	}
 	if !slices.Contains(policies.Names(), o.policy) {
 		return fmt.Errorf("unknown policy %q (registered: %s)", o.policy, strings.Join(policies.Names(), ", "))
 	}
@@ -184,11 +240,7 @@ func (o replayOptions) upLocal(ctx context.Context, size traces.Cluster, jobs []
 	opts = cluster.DefaultOptions("")
 	opts.Name, opts.Log = o.name, stderr
 	for _, p := range size.Pools {
-		model := p.GPUModel
-		if model == "" {
-			model = "A100"
-		}
-		opts.Pools = append(opts.Pools, cluster.Pool{Nodes: p.Count, GPUsPerNode: int(p.GPUs), Model: model})
+		opts.Pools = append(opts.Pools, cluster.Pool{Nodes: p.Count, GPUsPerNode: int(p.GPUs), Model: cmp.Or(p.GPUModel, defaultReplayModel)})
 	}
 	opts.PickyMan = &cluster.PickyMan{Config: replay.OperatorConfig(o.policy, jobs, o.timeScale), TimeScale: o.timeScale, Seed: o.seed,
 		Installed: !o.processes}
@@ -235,11 +287,11 @@ func (o replayOptions) simulateSame(ctx context.Context, size traces.Cluster, jo
 	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Elastic = o.seed, elastic
 	factory := policies.ByName
-	cmp, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
+	comparison, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
 	if err != nil {
 		return nil, err
 	}
-	simRuns, err := cmp.Run(ctx)
+	simRuns, err := comparison.Run(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -292,4 +344,36 @@ func maxNodeGPUs(c traces.Cluster) int32 {
 		m = max(m, p.GPUs)
 	}
 	return m
+}
+
+// checkClusterSpec refuses what replay's --cluster used to take, an existing cluster's
+// kubeconfig or "local", naming the flag that takes it now. The spec itself is read later
+// (traces.ParseCluster).
+func checkClusterSpec(spec string) error {
+	switch {
+	case spec == "local":
+		return errors.New("--cluster local: the local testbed cluster is the default; --cluster is the cluster spec (e.g. 64x8), as simulate's")
+	case isKubeconfig(spec):
+		return fmt.Errorf("--cluster %s: a kubeconfig; pass it as --kubeconfig %s (--cluster is the cluster spec, e.g. 64x8, as simulate's)", spec, spec)
+	}
+	return nil
+}
+
+// isKubeconfig reports whether path names a file that looks like a kubeconfig: YAML with
+// "kind: Config" or a "clusters:" key. Cluster files are CSV, which has neither.
+func isKubeconfig(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64<<10)
+	n, _ := io.ReadFull(f, head)
+	for _, line := range strings.Split(string(head[:n]), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "kind: Config" || strings.HasPrefix(line, "clusters:") {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,5 +64,50 @@ func TestTraceInspectErrors(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "trace", "generate", "--jobs", "0"); err == nil {
 		t.Error("--jobs 0 accepted")
+	}
+}
+
+func TestTraceInspectJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gen.csv")
+	if _, _, err := runCLI(t, "trace", "generate", "--jobs", "40", "--seed", "3", "--out", path); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "trace", "inspect", path, "--cluster", "4x8", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got traceSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if got.Format != "pickyman" || got.Jobs != 40 || got.ClusterGPUs != 32 || got.OfferedLoad == nil || *got.OfferedLoad <= 0 {
+		t.Errorf("summary = %+v", got)
+	}
+	demand := 0
+	for _, n := range got.GPUDemand {
+		demand += n
+	}
+	if demand != 40 || got.DurationSeconds["p50"] <= 0 || got.DurationSeconds["max"] < got.DurationSeconds["p99"] || got.GPUHours <= 0 {
+		t.Errorf("GPU demand counts %d jobs, durations %v, GPU-hours %v", demand, got.DurationSeconds, got.GPUHours)
+	}
+	if got.Synthesized["model"] != 40 {
+		t.Errorf("synthesized = %v, want model:40", got.Synthesized)
+	}
+}
+
+// TestMissingClusterFile: a --cluster that names a file that is not there says so and names
+// it, in every command that takes a cluster.
+func TestMissingClusterFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "clusters", "a.csv")
+	want := "cluster file " + missing + ": no such file"
+	for _, args := range [][]string{
+		{"trace", "inspect", "trace.csv", "--cluster", missing},
+		{"simulate", "--cluster", missing, "--out", t.TempDir()},
+		{"replay", "--cluster", missing, "--out", t.TempDir()},
+	} {
+		_, _, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error = %v, want it to contain %q", args[0], err, want)
+		}
 	}
 }

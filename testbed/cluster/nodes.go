@@ -68,6 +68,16 @@ func LookupGPUModel(name string) GPUModel {
 	return GPUModel{Product: name}
 }
 
+// CheckGPUModel fails on a model name that LookupGPUModel does not know, listing the ones it
+// knows: a node of an unknown model would have no GPU memory label.
+func CheckGPUModel(name string) error {
+	if _, ok := gpuModels[strings.ToUpper(name)]; ok {
+		return nil
+	}
+	return fmt.Errorf("unknown GPU model %q (known: %s; another GPU needs its memory: NODESxGPUS:PRODUCT:MEMORY_MIB)",
+		name, strings.Join(KnownGPUModels(), ", "))
+}
+
 // Pool is a set of identical fake GPU nodes.
 type Pool struct {
 	Name        string // node names are <Name>-<index>; defaults to kwok-<model>
@@ -80,7 +90,8 @@ type Pool struct {
 }
 
 // ParsePool parses "NODESxGPUS:MODEL[:MEMORY_MIB]", for example "4x8:A100" or
-// "2x4:V100:16384".
+// "2x4:V100:16384". Without MEMORY_MIB, MODEL must be one of KnownGPUModels; with it, MODEL
+// may be any product name.
 func ParsePool(s string) (Pool, error) {
 	size, rest, ok := strings.Cut(s, ":")
 	if !ok || rest == "" {
@@ -107,6 +118,11 @@ func ParsePool(s string) (Pool, error) {
 	}
 	if p.Model == "" {
 		return Pool{}, fmt.Errorf("pool %q: empty GPU model", s)
+	}
+	if p.MemoryMiB == 0 {
+		if err := CheckGPUModel(p.Model); err != nil {
+			return Pool{}, fmt.Errorf("pool %q: %w", s, err)
+		}
 	}
 	return p, nil
 }

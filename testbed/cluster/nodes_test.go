@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -138,4 +139,36 @@ func TestLookupGPUModelUnknown(t *testing.T) {
 	if _, ok := n.Labels[LabelGPUMemory]; ok {
 		t.Errorf("unknown memory should leave %s unset, got %q", LabelGPUMemory, n.Labels[LabelGPUMemory])
 	}
+}
+
+// TestParsePoolUnknownModel: a model that is not known and has no memory is an error that
+// lists the known models; with its memory it is a product name.
+func TestParsePoolUnknownModel(t *testing.T) {
+	_, err := ParsePool("4x8:A10O")
+	want := `pool "4x8:A10O": unknown GPU model "A10O" (known: A10, A100, A100-40GB, A40, H100, L4, P100, T4, V100;`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ParsePool error = %v, want it to contain %q", err, want)
+	}
+	if got, err := ParsePool("4x8:a100"); err != nil || got.Model != "a100" || LookupGPUModel(got.Model).MemoryMiB != 81920 {
+		t.Errorf("ParsePool(4x8:a100) = %+v, %v; want the A100 in any case", got, err)
+	}
+	if got, err := ParsePool("2x4:Gaudi2:98304"); err != nil || got.MemoryMiB != 98304 {
+		t.Errorf("ParsePool(2x4:Gaudi2:98304) = %+v, %v; want a product with its memory", got, err)
+	}
+	if err := CheckGPUModel("H100"); err != nil {
+		t.Errorf("CheckGPUModel(H100) = %v", err)
+	}
+}
+
+// FuzzParsePool: any string parses or fails, and what parses has a model.
+func FuzzParsePool(f *testing.F) {
+	for _, s := range []string{"4x8:A100", "2x4:V100:16384", "1x2:MyGPU:16384", "4x8:", "x:", "1x1:A100:-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePool(s)
+		if err == nil && p.Model == "" {
+			t.Errorf("ParsePool(%q) = %+v: no model", s, p)
+		}
+	})
 }

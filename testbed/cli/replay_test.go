@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReplayFlags: the flag errors of replay, all found before a cluster is touched.
+func TestReplayFlags(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig.yaml")
+	content := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n"
+	if err := os.WriteFile(kubeconfig, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	tests := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"kubeconfig passed to --cluster": {args: []string{"--cluster", kubeconfig},
+			wantErr: "--cluster " + kubeconfig + ": a kubeconfig; pass it as --kubeconfig " + kubeconfig},
+		"--cluster local": {args: []string{"--cluster", "local"},
+			wantErr: "--cluster local: the local testbed cluster is the default; --cluster is the cluster spec"},
+		"--nodes and --cluster": {args: []string{"--nodes", "2x8", "--cluster", "2x8"},
+			wantErr: "--nodes is the old name of --cluster: pass only --cluster"},
+		"missing kubeconfig": {args: []string{"--kubeconfig", filepath.Join(dir, "none")},
+			wantErr: "--kubeconfig " + filepath.Join(dir, "none") + ": no such file"},
+		"local flag with --kubeconfig": {args: []string{"--kubeconfig", kubeconfig, "--keep-cluster"},
+			wantErr: "--keep-cluster is for the local cluster; with --kubeconfig"},
+		"unknown model": {args: []string{"--cluster", "2x8:A10O"},
+			wantErr: `--cluster 2x8:A10O: unknown GPU model "A10O" (known: A10, A100,`},
+		"unknown model, old flag name": {args: []string{"--nodes", "2x8:A10O"},
+			wantErr: `--cluster 2x8:A10O: unknown GPU model "A10O"`},
+		"unknown kind": {args: []string{"--kind", "trainjob"},
+			wantErr: `--kind: job kind "trainjob": want one of pytorchjob, rayjob, mixed`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := runCLI(t, append([]string{"replay", "--out", out}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused replay wrote %s: %v", out, err)
+	}
+}
+
+// TestReplayHelp: the help says which flag takes the cluster spec and which an existing
+// cluster, and hides the old name.
+func TestReplayHelp(t *testing.T) {
+	out, _, err := runCLI(t, "replay", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--kubeconfig string", "--cluster string", "as simulate's --cluster", "a kubeconfig passed to --cluster is refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "--nodes string") {
+		t.Errorf("help shows the deprecated --nodes")
+	}
+}
