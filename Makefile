@@ -74,9 +74,14 @@ build: ## Build the binaries into bin/.
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./testbed/cmd/pickyman $(BUILD_CMDS)
 
+.PHONY: build-pickyman
+build-pickyman: ## Build bin/pickyman alone (simulator, trace tools, testbed; not the agent).
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./testbed/cmd/pickyman
+
 .PHONY: demo
-demo: build ## Run the main job: every policy on the generated default trace; report in out/demo/.
-	$(BIN)/pickyman simulate --out out/demo
+demo: build-pickyman ## Run the main job: the baselines and PickyMan on the generated default trace (16x8, load 1.5); verdict, table, report in out/demo/.
+	$(BIN)/pickyman simulate --out out/demo $(DEMO_FLAGS)
 
 .PHONY: clean
 clean: ## Remove build outputs (not the cached tool binaries).

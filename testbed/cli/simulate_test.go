@@ -11,6 +11,7 @@ import (
 
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/testbed/metrics"
+	"github.com/pickyman/pickyman/testbed/report"
 )
 
 func TestSimulateCommand(t *testing.T) {
@@ -92,6 +93,39 @@ func TestSimulateDefaults(t *testing.T) {
 		if !strings.Contains(got[:max(verdict, table)], "  "+fig+" ") {
 			t.Errorf("verdict lacks %s:\n%s", fig, got)
 		}
+	}
+}
+
+// TestDemoContends runs simulate with every default, as make demo does, and checks that the
+// default trace and cluster contend: FIFO waits at least three times as long as PickyMan on
+// average, and the verdict names a best baseline for each figure.
+func TestDemoContends(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	root := NewRootCommand()
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"simulate", "--out", out})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("simulate: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res report.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	fifo, pm := res.Policies["fifo"], res.Policies[report.Subject]
+	if pm.Jobs == 0 || fifo.MeanWait < 3*pm.MeanWait {
+		t.Errorf("fifo mean wait %.0f s, pickyman %.0f s: want fifo at least 3 times pickyman's", fifo.MeanWait, pm.MeanWait)
+	}
+	if v := res.Verdict(); len(v) != 4 {
+		t.Errorf("verdict %+v, want four figures", v)
+	}
+	if res.Cluster != defaultSimCluster {
+		t.Errorf("cluster %q, want %q", res.Cluster, defaultSimCluster)
 	}
 }
 

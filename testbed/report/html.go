@@ -70,7 +70,7 @@ synthesized fields: {{if .R.SynthesizedFields}}{{.Synth}}{{else}}none{{end}}.</p
 <tr><th>figure (lower is better)</th><th>{{.Subject}}</th><th>best baseline</th><th>{{.Subject}} against it</th></tr>
 {{range .Verdict}}<tr class="{{.Class}}" data-figure="{{.Figure}}"><td>{{.Figure}}</td><td>{{.Subject}}</td><td>{{.BestPolicy}}: {{.Best}}</td><td>{{.Outcome}}</td></tr>
 {{end}}</table>
-<p class="meta">Baselines: {{.Baselines}}.</p>
+<p class="meta">Baselines: {{.Baselines}}.{{with .OracleNote}} {{.}}{{end}}</p>
 </section>{{end}}
 <div id="legend" role="group" aria-label="policies: click to hide or show">
 {{range .Legend}}<button type="button" aria-pressed="true" data-policy="{{.Name}}" data-color="{{.Color}}" data-dash="{{.Dash}}"><svg width="40" height="10" aria-hidden="true"><line x1="0" y1="5" x2="40" y2="5" stroke="{{.Color}}" stroke-width="{{.Width}}"{{if .Dash}} stroke-dasharray="{{.Dash}}"{{end}}/></svg>{{.Name}}</button>
@@ -235,15 +235,16 @@ func WriteHTML(w io.Writer, res *Results, figs []Figure) error {
 		legend = append(legend, legendEntry{Name: n, Style: styles[n]})
 	}
 	return page.Execute(w, struct {
-		R         *Results
-		Synth     string
-		Subject   string
-		Headline  string
-		Verdict   []verdictRow
-		Baselines string
-		Legend    []legendEntry
-		Cells     [][]string
-		Figures   []Figure
+		R          *Results
+		Synth      string
+		Subject    string
+		Headline   string
+		Verdict    []verdictRow
+		Baselines  string
+		OracleNote string
+		Legend     []legendEntry
+		Cells      [][]string
+		Figures    []Figure
 	}{res, strings.Join(res.SynthesizedFields, ", "), Subject, res.Headline(), rows, strings.Join(res.Baselines(), ", "),
-		legend, res.cells(), figs})
+		res.oracleNote(), legend, res.cells(), figs})
 }

@@ -117,8 +117,11 @@ func TestVerdictText(t *testing.T) {
 		Subject: {MeanWait: 300, P99Wait: 1500, Makespan: 7200, GPUHoursLost: 1, Preemptions: 1},
 	}}
 	lines := strings.Split(strings.TrimSpace(r.VerdictText()), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("%d lines, want a heading and four figures:\n%s", len(lines), r.VerdictText())
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want a heading, four figures and the oracle note:\n%s", len(lines), r.VerdictText())
+	}
+	if !strings.Contains(lines[5], "srtf reads each job's true run time") || strings.Contains(lines[5], "fifo") {
+		t.Errorf("oracle note %q, want srtf alone named", lines[5])
 	}
 	for i, want := range [][]string{
 		{"against the best of fifo, srtf"},

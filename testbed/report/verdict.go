@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -10,6 +11,29 @@ import (
 // Subject is the policy the report is about; the verdict compares it with the baselines,
 // and its variants (Subject + "-...") are ablations, not baselines.
 const Subject = "pickyman"
+
+// Oracles lists the baselines that read each job's true run time from the simulator (SJF
+// and SRTF order jobs by it), which no scheduler on a real cluster knows; the subject
+// predicts it.
+var Oracles = []string{"sjf", "srtf"}
+
+// oracleNote says which of the baselines are oracles; empty when none is.
+func (r *Results) oracleNote() string {
+	var o []string
+	for _, n := range r.Baselines() {
+		if slices.Contains(Oracles, n) {
+			o = append(o, n)
+		}
+	}
+	if len(o) == 0 {
+		return ""
+	}
+	verb := "reads"
+	if len(o) > 1 {
+		verb = "read"
+	}
+	return fmt.Sprintf("%s %s each job's true run time, which only the simulator knows; %s predicts it.", joinAnd(o), verb, Subject)
+}
 
 // Comparison is the subject against the best baseline on one figure, where lower is
 // better.
@@ -155,6 +179,9 @@ func (r *Results) VerdictText() string {
 		fmt.Fprintf(w, "  %s\t%s %s\tbest baseline %s %s\t%s: %s\n", c.Figure, Subject, c.value(c.Subject), c.BestPolicy, c.value(c.Best), mark, c.Outcome())
 	}
 	w.Flush()
+	if note := r.oracleNote(); note != "" {
+		fmt.Fprintf(&b, "  (%s)\n", note)
+	}
 	return b.String()
 }
 

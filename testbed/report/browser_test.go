@@ -1,0 +1,108 @@
+//go:build browser
+
+package report
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium returns the browser to run: $CHROMIUM, else chromium on the PATH. Without
+// one the test fails when CI is set (make test-report-browser installs it first) and is
+// skipped otherwise.
+func chromium(t *testing.T) string {
+	t.Helper()
+	name := os.Getenv("CHROMIUM")
+	if name == "" {
+		name = "chromium"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no browser %q: %v (make report-deps installs Debian's chromium)", name, err)
+		}
+		t.Skipf("no browser %q: %v (make report-deps installs Debian's chromium)", name, err)
+	}
+	return path
+}
+
+// dumpDOM loads page headless and returns the DOM after its scripts ran.
+func dumpDOM(t *testing.T, browser, page string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=5000", "--dump-dom", "file://"+page)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("%s: %v\n%s", cmd, err, stderr.String())
+	}
+	return string(out)
+}
+
+var (
+	readyAttr  = regexp.MustCompile(`<html[^>]* data-plots-ready="(\d+)"`)
+	errorsAttr = regexp.MustCompile(`<html[^>]* data-script-errors="(\d+)"`)
+	errorsPre  = regexp.MustCompile(`(?s)<pre id="script-errors"[^>]*>(.*?)</pre>`)
+)
+
+// check returns what is wrong with a loaded page: a plot count other than want, or a
+// recorded script error.
+func check(dom string, want int) []string {
+	var bad []string
+	if m := readyAttr.FindStringSubmatch(dom); m == nil || m[1] != strconv.Itoa(want) {
+		bad = append(bad, "plots not set up: data-plots-ready "+strings.Join(m, " ")+", want "+strconv.Itoa(want))
+	}
+	if m := errorsAttr.FindStringSubmatch(dom); m != nil {
+		bad = append(bad, "script errors: "+m[1])
+	}
+	if m := errorsPre.FindStringSubmatch(dom); m == nil || strings.TrimSpace(m[1]) != "" {
+		bad = append(bad, "error list missing or not empty: "+strings.Join(m, " "))
+	}
+	return bad
+}
+
+// TestReportInBrowser loads a report page in headless Chromium and checks that its script
+// set up every plot and raised no error; the same check must reject a page whose script
+// throws.
+func TestReportInBrowser(t *testing.T) {
+	browser := chromium(t)
+	meta, runs := namedRuns(t)
+	dir := t.TempDir()
+	if _, err := Write(dir, meta, runs); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "report.html")
+	if bad := check(dumpDOM(t, browser, page), 5); len(bad) > 0 {
+		t.Errorf("report.html in %s:\n%s", browser, strings.Join(bad, "\n"))
+	}
+
+	// A page whose script fails must fail the same check.
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(b), `"use strict";`, `"use strict"; undefinedFunction();`, 1)
+	if broken == string(b) {
+		t.Fatal("could not break the page's script")
+	}
+	brokenPage := filepath.Join(dir, "broken.html")
+	if err := os.WriteFile(brokenPage, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := dumpDOM(t, browser, brokenPage)
+	bad := check(dom, 5)
+	if m := errorsPre.FindStringSubmatch(dom); len(bad) < 2 || m == nil || !strings.Contains(m[1], "undefinedFunction") {
+		t.Errorf("a page whose script throws passed the check or its error was not recorded (%v)", bad)
+	}
+}
