@@ -8,12 +8,12 @@ AGENT_PYTHON ?= /usr/bin/python3
 ##@ Agent
 
 .PHONY: agent-deps
-agent-deps: ## Install Debian's python3-torch for the agent's real-training test (no-op when present).
-	@if $(AGENT_PYTHON) -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then \
-	  echo "agent-deps: PyTorch already usable with $(AGENT_PYTHON)"; \
+agent-deps: ## Install Debian's python3-torch, and venv, pip and setuptools for the client's install test (no-op when present).
+	@if $(AGENT_PYTHON) -c 'import torch, torch.distributed as d, setuptools, pip, ensurepip; assert d.is_gloo_available()' 2>/dev/null; then \
+	  echo "agent-deps: PyTorch, venv, pip and setuptools already usable with $(AGENT_PYTHON)"; \
 	else \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends python3-torch; \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends python3-torch python3-venv python3-pip python3-setuptools; \
 	fi
 
 .PHONY: test-agent
@@ -25,8 +25,8 @@ test-agent-integration: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the agent's coo
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 -timeout 10m -v ./agent/test/integration/... ./testbed/agentsim/
 
 .PHONY: test-agent-torch
-test-agent-torch: agent-deps ## Run the agent end to end with real torchrun DDP jobs: checkpoint on request, resume, compare with the overhead model; shrink 2->1 and grow 1->2 from checkpoints; the client's peer check and weights-only checkpoints.
-	$(GO) test -tags torch -count=1 -v -timeout 20m -run 'TestTorchCheckpointAndResume|TestTorchResizeFromCheckpoint|TestPythonClientAndCheckpointSafety' ./agent/test/torch/
+test-agent-torch: agent-deps ## Run the agent end to end with real torchrun DDP jobs: checkpoint on request, resume, compare with the overhead model; shrink 2->1 and grow 1->2 from checkpoints; SIGTERM saves mid-epoch and resumes; the Python client's unit tests, offline install into a venv, peer check and weights-only checkpoints.
+	$(GO) test -tags torch -count=1 -v -timeout 20m -run 'TestTorchCheckpointAndResume|TestTorchResizeFromCheckpoint|TestTorchSigtermCheckpointsAtOnce|TestPythonClientAndCheckpointSafety|TestPythonClientUnitTests|TestPythonPackageInstalls' ./agent/test/torch/
 
 .PHONY: run-agent-testbed
 run-agent-testbed: ## Run the testbed agent (simulated training on the kwok nodes) against the current kubeconfig (TIME_SCALE=60 by default).

@@ -96,6 +96,11 @@ type event struct {
 	Steps        int    `json:"steps"`
 	Path         string `json:"path"`
 	Bytes        int64  `json:"bytes"`
+	// Step is the step a checkpoint resumes at (checkpoint, loaded, suspended, epoch_begin);
+	// Mode why a rank suspended (boundary, now, sigterm); Code a rank's exit code (exit).
+	Step int    `json:"step"`
+	Mode string `json:"mode"`
+	Code int    `json:"code"`
 }
 
 func (e event) time() time.Time { return time.Unix(0, int64(e.T*1e9)) }
