@@ -5,6 +5,7 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,11 +88,49 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("report.html in %s:\n%s", browser, strings.Join(bad, "\n"))
 	}
 
-	// A page whose script fails must fail the same check.
+	// Pointer and legend: a move over each line plot shows one row per policy; a click on
+	// the first policy's button hides its lines and drops its row.
 	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
+	probe := `<script>
+(function () {
+  function move(svg) {
+    var r = svg.getBoundingClientRect();
+    svg.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width * 0.6, clientY: r.top + r.height / 2, bubbles: true}));
+  }
+  var rows = [];
+  document.querySelectorAll("section.figure figure").forEach(function (fig) {
+    var tip = fig.querySelector(".tooltip");
+    if (!tip) { return; }
+    move(fig.querySelector("svg.plot"));
+    rows.push(tip.hidden ? -1 : tip.children.length - 1);
+  });
+  document.querySelector("#legend button[data-policy]").click();
+  var after = document.querySelector("section.figure figure .tooltip");
+  move(document.querySelector("section.figure svg.plot"));
+  document.documentElement.setAttribute("data-probe", rows.join(",") + ";" + (after.children.length - 1) + ";" +
+    document.querySelectorAll("path.series.hidden-policy").length);
+})();
+</script></body>`
+	probed := filepath.Join(dir, "probed.html")
+	if err := os.WriteFile(probed, []byte(strings.Replace(string(b), "</body>", probe, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := dumpDOM(t, browser, probed)
+	if bad := check(dom, 5); len(bad) > 0 {
+		t.Errorf("report.html under the pointer:\n%s", strings.Join(bad, "\n"))
+	}
+	n := len(runs)
+	// Four line plots, each a row per policy; after hiding one, a row less in the first
+	// and its line hidden in each of the four.
+	want := fmt.Sprintf("%d,%d,%d,%d;%d;%d", n, n, n, n, n-1, 4)
+	if m := regexp.MustCompile(`data-probe="([^"]*)"`).FindStringSubmatch(dom); m == nil || m[1] != want {
+		t.Errorf("tooltip rows; rows after hiding one; hidden lines = %v, want %s", m, want)
+	}
+
+	// A page whose script fails must fail the same check.
 	broken := strings.Replace(string(b), `"use strict";`, `"use strict"; undefinedFunction();`, 1)
 	if broken == string(b) {
 		t.Fatal("could not break the page's script")
@@ -100,7 +139,7 @@ func TestReportInBrowser(t *testing.T) {
 	if err := os.WriteFile(brokenPage, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := dumpDOM(t, browser, brokenPage)
+	dom = dumpDOM(t, browser, brokenPage)
 	bad := check(dom, 5)
 	if m := errorsPre.FindStringSubmatch(dom); len(bad) < 2 || m == nil || !strings.Contains(m[1], "undefinedFunction") {
 		t.Errorf("a page whose script throws passed the check or its error was not recorded (%v)", bad)

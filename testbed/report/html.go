@@ -36,6 +36,8 @@ table { border-collapse: collapse; }
 th, td { border: 1px solid #bbb; padding: 0.2em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 #verdict table { background: #fff; }
+#verdict td { white-space: nowrap; }
+#verdict td:last-child { white-space: normal; text-align: left; }
 tr.better td:last-child { color: #0a6b2c; font-weight: 600; }
 tr.worse td:last-child { color: #a33; font-weight: 600; }
 #legend { position: sticky; top: 0; background: #fff; padding: 0.4em 0; border-bottom: 1px solid #ddd; z-index: 2; }

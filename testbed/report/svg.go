@@ -21,9 +21,6 @@ const (
 	secondsFormat, hourFormat = "seconds", "hours"
 )
 
-// xy is one point of a series.
-type xy struct{ X, Y float64 }
-
 // series is one policy's line.
 type series struct {
 	Policy string       `json:"policy"`
@@ -80,7 +77,7 @@ func niceStep(raw float64) float64 {
 	return 10 * p
 }
 
-// label writes a value in the axis' format.
+// label1 writes one tick value in the axis' format.
 func (a axis) label1(v float64) string { return formatValue(a.format, v) }
 
 func formatValue(format string, v float64) string {
