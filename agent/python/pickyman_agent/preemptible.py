@@ -231,6 +231,8 @@ class Preemptible:
             req = self.agent.requested(min_interval)
             if req is not None:
                 flag = _NOW if req.mode == MODE_NOW else _BOUNDARY
+            if self._sigterm:  # arrived while asking: SIGTERM comes first
+                flag = _SIGTERM
         if self._dist is None:
             return flag
         import torch

@@ -301,9 +301,9 @@ class Sigterm(Env):
         self.assertEqual(len(saves), 1, lines)
         epoch, step = int(saves[0][1]), int(saves[0][2])
         self.assertEqual(epoch, 1)
-        # Saved after the step in progress (or the next, if the signal came between two), long
-        # before the epoch's end at step 50.
-        self.assertIn(step, (11, 12), lines)
+        # Saved after the step in progress (or one of the next few, as the signal comes when
+        # this process has read the line), long before the epoch's end at step 50.
+        self.assertTrue(11 <= step <= 20, lines)
         last = [l for l in lines if l[0] == "step"][-1]
         self.assertEqual((int(last[1]), int(last[2]) + 1), (epoch, step), "no step after the save")
         with open(os.path.join(self.dir, "latest.json")) as f:
@@ -324,10 +324,11 @@ class Sigterm(Env):
         p = self._start(env)
         for line in p.stdout:
             if line.split() == ["step", "1", "5"]:
-                # A now request the child has not polled yet: its SIGTERM save answers it.
+                # A now request the child has not polled yet: its SIGTERM save answers it. The
+                # lock holds back an answer to a poll until the signal is sent.
                 with a.lock:
                     a.request = {"id": "kill", "mode": "now"}
-                p.send_signal(signal.SIGTERM)
+                    p.send_signal(signal.SIGTERM)
                 break
         p.stdout.read()
         p.stdout.close()
