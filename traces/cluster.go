@@ -101,12 +101,7 @@ func looksLikePath(spec string) bool {
 	if len(ext) < 2 {
 		return false
 	}
-	for _, r := range ext[1:] {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
-			return false
-		}
-	}
-	return true
+	return strings.IndexFunc(ext[1:], func(r rune) bool { return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') }) < 0
 }
 
 func parsePool(s string) (NodePool, error) {

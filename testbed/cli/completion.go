@@ -19,6 +19,8 @@ type flagCompletion struct {
 	values  func() []string
 	// list completes a comma-separated list: the word after the last comma.
 	list bool
+	// alone are values of a list that stand for a whole list, offered only as its first word.
+	alone []string
 }
 
 // flagCompletions are the flags whose values the shell completes from what pickyman knows:
@@ -33,7 +35,7 @@ func flagCompletions() []flagCompletion {
 		return out
 	}
 	return []flagCompletion{
-		{command: []string{"simulate"}, flag: "policies", values: policies.Names, list: true},
+		{command: []string{"simulate"}, flag: "policies", values: policies.Names, list: true, alone: []string{allPolicies}},
 		{command: []string{"simulate"}, flag: "format", values: formats},
 		{command: []string{"replay"}, flag: "policy", values: policies.Names},
 		{command: []string{"replay"}, flag: "format", values: formats},
@@ -54,7 +56,7 @@ func registerCompletions(root *cobra.Command) {
 		}
 		complete := valueCompletions(fc.values)
 		if fc.list {
-			complete = listCompletions(fc.values)
+			complete = listCompletions(fc.values, fc.alone)
 		}
 		must(cmd.RegisterFlagCompletionFunc(fc.flag, complete))
 	}
@@ -76,7 +78,8 @@ func valueCompletions(values func() []string) cobra.CompletionFunc {
 
 // listCompletions completes the last element of a comma-separated list: "fifo,pi" offers
 // "fifo,pickyman" and the other values not yet in the list, each with the list before it.
-func listCompletions(values func() []string) cobra.CompletionFunc {
+// The values of alone are offered for the first element only.
+func listCompletions(values func() []string, alone []string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		head, last := "", toComplete
 		if i := strings.LastIndex(toComplete, ","); i >= 0 {
@@ -87,6 +90,13 @@ func listCompletions(values func() []string) cobra.CompletionFunc {
 			have[strings.TrimSpace(v)] = true
 		}
 		var out []string
+		if head == "" {
+			for _, v := range alone {
+				if strings.HasPrefix(v, last) {
+					out = append(out, v)
+				}
+			}
+		}
 		for _, v := range values() {
 			if !have[v] && strings.HasPrefix(v, last) {
 				out = append(out, head+v)

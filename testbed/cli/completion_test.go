@@ -32,17 +32,18 @@ func TestFlagCompletions(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		"simulate policies": {args: []string{"simulate", "--policies", ""}, want: policies.Names()},
+		"simulate policies": {args: []string{"simulate", "--policies", ""}, want: append(policies.Names(), "all")},
 		"simulate policies, 2nd": {args: []string{"simulate", "--policies", "fifo,pi"}, want: []string{"fifo,pickyman", "fifo,pickyman-blind"},
-			not: []string{"fifo,fifo", "fifo,tiresias"}},
-		"simulate format":       {args: []string{"simulate", "--format", ""}, want: []string{string(traces.FormatPickyman), "philly-csv", "tiresias"}},
-		"replay policy":         {args: []string{"replay", "--policy", ""}, want: []string{"pickyman", "fifo"}},
-		"replay format":         {args: []string{"replay", "--format", "phil"}, want: []string{"philly-csv", "philly-json"}},
-		"replay kind":           {args: []string{"replay", "--kind", ""}, want: replay.Kinds()},
-		"trace inspect format":  {args: []string{"trace", "inspect", "x.csv", "--format", ""}, want: []string{"helios", "pai"}},
-		"trace inspect output":  {args: []string{"trace", "inspect", "x.csv", "-o", ""}, want: []string{"text", "json"}},
-		"cluster status output": {args: []string{"cluster", "status", "--output", ""}, want: []string{"text", "json"}},
-		"cluster up gpu model":  {args: []string{"cluster", "up", "--gpu-model", ""}, want: []string{"A100", "H100", "V100"}},
+			not: []string{"fifo,fifo", "fifo,tiresias", "fifo,all"}},
+		"simulate policies, all": {args: []string{"simulate", "--policies", "fifo,"}, want: []string{"fifo,pickyman"}, not: []string{"fifo,all", "all"}},
+		"simulate format":        {args: []string{"simulate", "--format", ""}, want: []string{string(traces.FormatPickyman), "philly-csv", "tiresias"}},
+		"replay policy":          {args: []string{"replay", "--policy", ""}, want: []string{"pickyman", "fifo"}},
+		"replay format":          {args: []string{"replay", "--format", "phil"}, want: []string{"philly-csv", "philly-json"}},
+		"replay kind":            {args: []string{"replay", "--kind", ""}, want: replay.Kinds()},
+		"trace inspect format":   {args: []string{"trace", "inspect", "x.csv", "--format", ""}, want: []string{"helios", "pai"}},
+		"trace inspect output":   {args: []string{"trace", "inspect", "x.csv", "-o", ""}, want: []string{"text", "json"}},
+		"cluster status output":  {args: []string{"cluster", "status", "--output", ""}, want: []string{"text", "json"}},
+		"cluster up gpu model":   {args: []string{"cluster", "up", "--gpu-model", ""}, want: []string{"A100", "H100", "V100"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

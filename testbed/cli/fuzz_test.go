@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -64,5 +65,46 @@ func FuzzSimulate(f *testing.F) {
 		o := simulateOptions{trace: trace, cluster: cluster, policies: "fifo,pickyman", seed: 1, check: true, jobs: 40,
 			out: filepath.Join(dir, "out"), grow: 1}
 		_ = runSimulate(ctx, o, io.Discard, io.Discard)
+	})
+}
+
+// FuzzTraceInspect feeds an arbitrary trace, cluster spec, format and output format to
+// `pickyman trace inspect`: it must print or return an error, never panic, and what it prints
+// with -o json must be JSON.
+func FuzzTraceInspect(f *testing.F) {
+	f.Add([]byte("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-03 10:00:00,600,1,600,c\n"), "2x8", "", "json")
+	f.Add([]byte("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n0,4,0,606,vgg19,164,30\n"), "1x4:V100,1x8:A100", "muri", "text")
+	f.Add([]byte("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-03 10:00:00,600,1,600,c\n2017-10-03 10:00:00,60,2,120,c\n"), "missing.csv", "philly-csv", "json")
+	f.Add([]byte(""), "", "nope", "yaml")
+	f.Fuzz(func(t *testing.T, data []byte, cluster, format, output string) {
+		if len(data) > 4096 || len(cluster) > 64 {
+			return
+		}
+		trace := filepath.Join(t.TempDir(), "trace")
+		if err := os.WriteFile(trace, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"trace", "inspect", trace, "--format", format, "-o", output}
+		if cluster != "" {
+			args = append(args, "--cluster", cluster)
+		}
+		out, _, err := runCLI(t, args...)
+		if err == nil && output == "json" && !json.Valid([]byte(out)) {
+			t.Errorf("inspect -o json printed no JSON:\n%s", out)
+		}
+	})
+}
+
+// FuzzComplete asks cobra's completion command for arbitrary words: it completes or
+// returns an error and never runs a command, so any words are safe to try.
+func FuzzComplete(f *testing.F) {
+	f.Add("simulate", "--policies", "fifo,pi")
+	f.Add("replay", "--kind", "")
+	f.Add("trace", "inspect", "-o")
+	f.Add("cluster", "up", "--gpu-model=A")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		if _, _, err := runCLI(t, "__complete", a, b, c); err != nil {
+			t.Logf("__complete %q %q %q: %v", a, b, c, err)
+		}
 	})
 }
