@@ -80,7 +80,7 @@ build-pickyman: ## Build bin/pickyman alone (simulator, trace tools, testbed; no
 	$(GO) build -o $(BIN)/ ./testbed/cmd/pickyman
 
 .PHONY: demo
-demo: build-pickyman ## Run the main job: the baselines and PickyMan on the generated default trace (16x8, load 1.5); verdict, table, report in out/demo/.
+demo: build-pickyman ## Run the main job: the baselines and PickyMan on the generated default trace on 16x8; verdict, table, report in out/demo/.
 	$(BIN)/pickyman simulate --out out/demo $(DEMO_FLAGS)
 
 .PHONY: clean

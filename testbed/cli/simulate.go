@@ -37,32 +37,31 @@ type simulateOptions struct {
 	elastic  float64
 	grow     int32
 	// load is the offered load of the generated trace on the cluster's GPUs; 0 keeps
-	// traces.DefaultGenerateConfig's load and size (replay's generated trace).
+	// traces.DefaultGenerateConfig's load and size.
 	load float64
 }
 
-// Defaults of `pickyman simulate`: a generated trace that offers 1.5 times what 16 nodes of
-// 8 GPUs can serve over its arrival window, so queues form and the policies differ.
-const (
-	defaultSimCluster = "16x8"
-	defaultSimLoad    = 1.5
-	// allPolicies asks --policies for every registered policy, ablations included.
-	allPolicies = "all"
-)
+// defaultSimCluster is simulate's cluster: 128 GPUs, half the 256 the generated default
+// trace is sized for, so that it offers twice what the cluster serves over its arrival
+// window; queues form and the policies differ (on 256 GPUs hardly anything waits).
+const defaultSimCluster = "16x8"
+
+// allPolicies asks --policies for every registered policy, ablations included.
+const allPolicies = "all"
 
 // newSimulateCommand returns `pickyman simulate`: every policy on one trace, side by side.
 func newSimulateCommand() *cobra.Command {
 	o := simulateOptions{cluster: defaultSimCluster, seed: 1, out: "out/sim", tick: sim.DefaultConfig().Tick,
-		noise: sim.DefaultPhysics().NoiseSigma, load: defaultSimLoad}
+		noise: sim.DefaultPhysics().NoiseSigma}
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Simulate scheduling policies on a trace and write a side-by-side report",
 		Long: "Replay a trace on a cluster under each policy, concurrently, with the operator's own\n" +
 			"scheduling core and checkpoint-aware preemption physics (docs/simulator.md). Without\n" +
-			"--trace it generates a trace that offers --load on the cluster. Without --policies it runs\n" +
-			"the baselines and PickyMan (--policies all adds PickyMan's ablations). Writes\n" +
-			"results.json, jobs.csv and report.html to --out and prints a verdict (PickyMan against\n" +
-			"the best baseline) and the table.",
+			"--trace it uses the generated default trace (or one that offers --load on the cluster).\n" +
+			"Without --policies it runs the baselines and PickyMan (--policies all adds PickyMan's\n" +
+			"ablations). Writes results.json, jobs.csv and report.html to --out and prints a verdict\n" +
+			"(PickyMan against the best baseline) and the table.",
 		Example: "  pickyman simulate --out out/demo\n" +
 			"  pickyman simulate --policies all --cluster 8x8 --load 1.2 --out out/ablations\n" +
 			"  pickyman simulate --trace ../shared/traces/tiresias/60_job.csv --cluster 16x4 --check --out out/t60\n" +
@@ -77,7 +76,7 @@ func newSimulateCommand() *cobra.Command {
 		"directory for results.json, jobs.csv and report.html")
 	f.StringVar(&o.policies, "policies", o.policies, "comma-separated policies; empty runs the baselines and pickyman ("+
 		strings.Join(defaultPolicies(), ",")+"), 'all' every registered one (also "+strings.Join(ablations(), ",")+")")
-	f.Float64Var(&o.load, "load", o.load, "offered load of the generated trace on the cluster's GPUs over its arrival window (without --trace)")
+	f.Float64Var(&o.load, "load", o.load, "without --trace: generate a trace that offers this load on the cluster's GPUs over its arrival window (0: the default trace, sized for 256 GPUs at load 1)")
 	f.BoolVar(&o.check, "check", o.check, "check invariants at every cycle (slower)")
 	f.BoolVar(&o.ideal, "ideal", o.ideal, "free preemption and no start cost, as most research simulators assume")
 	f.DurationVar(&o.tick, "tick", o.tick, "also poll: a scheduling cycle this often while jobs wait (0: cycles only at events and the policy's wake-ups)")
@@ -137,6 +136,9 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	if o.grow < 1 {
 		return fmt.Errorf("--elastic-grow %d: want 1 or more", o.grow)
 	}
+	if o.load < 0 {
+		return fmt.Errorf("--load %v: want a positive offered load (0: the default trace)", o.load)
+	}
 	cfg.Elastic.Share, cfg.Elastic.Grow = o.elastic, o.grow
 	factory := policies.ByName
 	cmp, err := sim.NewComparison(cluster, jobs, names, factory, cfg)
@@ -175,7 +177,12 @@ func loadJobs(o simulateOptions, cluster traces.Cluster) ([]traces.Job, report.M
 			cfg.Load, cfg.ClusterGPUs = o.load, cluster.GPUs()
 		}
 		jobs := traces.Generate(cfg)
-		meta := report.Meta{Trace: fmt.Sprintf("generated (%d jobs, seed %d, load %.2f on %d GPUs)", cfg.Jobs, cfg.Seed, cfg.Load, cfg.ClusterGPUs),
+		desc := fmt.Sprintf("generated (%d jobs, seed %d, load %.2f on %d GPUs)", cfg.Jobs, cfg.Seed, cfg.Load, cfg.ClusterGPUs)
+		if g := cluster.GPUs(); g > 0 && g != cfg.ClusterGPUs {
+			desc = fmt.Sprintf("generated (%d jobs, seed %d, load %.2f on %d GPUs, so %.2f on this cluster's %d)",
+				cfg.Jobs, cfg.Seed, cfg.Load, cfg.ClusterGPUs, cfg.Load*float64(cfg.ClusterGPUs)/float64(g), g)
+		}
+		meta := report.Meta{Trace: desc,
 			Format: string(traces.FormatPickyman), SynthesizedFields: report.Synthesized(jobs)}
 		return jobs, meta, nil
 	}

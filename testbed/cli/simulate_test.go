@@ -127,6 +127,9 @@ func TestDemoContends(t *testing.T) {
 	if res.Cluster != defaultSimCluster {
 		t.Errorf("cluster %q, want %q", res.Cluster, defaultSimCluster)
 	}
+	if want := "load 1.00 on 256 GPUs, so 2.00 on this cluster's 128"; !strings.Contains(res.Trace, want) {
+		t.Errorf("trace %q, want it to say %q", res.Trace, want)
+	}
 }
 
 func TestSimulatePoliciesAll(t *testing.T) {
@@ -163,6 +166,7 @@ func TestSimulateFlagsErrors(t *testing.T) {
 		"bad window":     {[]string{"--window", "10"}, "want FROM:TO"},
 		"empty window":   {[]string{"--window", "0:0"}, "no jobs"},
 		"bad cluster":    {[]string{"--cluster", "x"}, "cluster"},
+		"negative load":  {[]string{"--jobs", "5", "--load", "-1"}, "want a positive offered load"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

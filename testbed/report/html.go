@@ -104,7 +104,7 @@ synthesized fields: {{if .R.SynthesizedFields}}{{.Synth}}{{else}}none{{end}}.</p
   function trim(s) { return s.indexOf(".") < 0 ? s : s.replace(/0+$/, "").replace(/\.$/, ""); }
   function secs(s) {
     if (s < 120) { return s.toFixed(0) + " s"; }
-    if (s < 7200) { return trim((s / 60).toFixed(1)) + " min"; }
+    if (s < 3600) { return trim((s / 60).toFixed(1)) + " min"; }
     if (s < 172800) { return trim((s / 3600).toFixed(1)) + " h"; }
     return trim((s / 86400).toFixed(1)) + " d";
   }

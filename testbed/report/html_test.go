@@ -93,6 +93,7 @@ func TestComparisonOutcome(t *testing.T) {
 		"higher":   {Comparison{Subject: 300, Best: 200, BestPolicy: "srtf"}, "50% higher than srtf", 50},
 		"lower":    {Comparison{Subject: 800, Best: 1000, BestPolicy: "kueue"}, "20% lower than kueue", -20},
 		"small":    {Comparison{Subject: 99, Best: 90, BestPolicy: "sjf"}, "10% higher than sjf", 10},
+		"times":    {Comparison{Subject: 1340, Best: 30, BestPolicy: "srtf"}, "4367% higher than srtf (45 times)", 4366.666666666667},
 		"fraction": {Comparison{Subject: 103, Best: 100, BestPolicy: "sjf"}, "3.0% higher than sjf", 3},
 		"equal":    {Comparison{Subject: 5, Best: 5, BestPolicy: "a"}, "equal to a", 0},
 		"over zero": {Comparison{Subject: 1.5, Best: 0, BestPolicy: "fifo", Unit: "GPU-h", Preempting: 3, PreemptingPolicy: "kueue"},

@@ -106,7 +106,7 @@ func humanSeconds(s float64) string {
 	switch {
 	case s < 120:
 		return trimFloat(s, 0) + " s"
-	case s < 2*3600:
+	case s < 3600:
 		return trimFloat(s/60, 1) + " min"
 	case s < 48*3600:
 		return trimFloat(s/3600, 1) + " h"

@@ -90,6 +90,8 @@ func (c Comparison) Outcome() string {
 		return s
 	case d < 0:
 		return fmt.Sprintf("%s lower than %s", percent(-d), c.BestPolicy)
+	case d >= 200:
+		return fmt.Sprintf("%s higher than %s (%.0f times)", percent(d), c.BestPolicy, c.Subject/c.Best)
 	default:
 		return fmt.Sprintf("%s higher than %s", percent(d), c.BestPolicy)
 	}
