@@ -4,8 +4,10 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +81,11 @@ func check(dom string, want int) []string {
 func TestReportInBrowser(t *testing.T) {
 	browser := chromium(t)
 	meta, runs := namedRuns(t)
+	// The first policy's queue dwarfs the others', so that hiding it must redraw the queue
+	// plot on a smaller y axis.
+	for i := range runs[0].Series {
+		runs[0].Series[i].Queued = 10 * (runs[0].Series[i].Queued + 1)
+	}
 	dir := t.TempDir()
 	if _, err := Write(dir, meta, runs); err != nil {
 		t.Fatal(err)
@@ -110,8 +117,11 @@ func TestReportInBrowser(t *testing.T) {
   document.querySelector("#legend button[data-policy]").click();
   var after = document.querySelector("section.figure figure .tooltip");
   move(document.querySelector("section.figure svg.plot"));
-  document.documentElement.setAttribute("data-probe", rows.join(",") + ";" + (after.children.length - 1) + ";" +
-    document.querySelectorAll("path.series.hidden-policy").length);
+  var hiddenLines = document.querySelectorAll("path.series.hidden-policy").length;
+  var buttons = document.querySelectorAll("#legend button[data-policy]");
+  for (var i = 1; i < buttons.length - 1; i++) { buttons[i].click(); }
+  document.documentElement.setAttribute("data-probe", rows.join(",") + ";" + (after.children.length - 1) + ";" + hiddenLines + ";" +
+    document.querySelector("#fig-utilization svg").getAttribute("data-ymax") + ";" + document.querySelector("#fig-queue svg").getAttribute("data-ymax"));
 })();
 </script></body>`
 	probed := filepath.Join(dir, "probed.html")
@@ -124,8 +134,35 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	n := len(runs)
 	// Four line plots, each a row per policy; after hiding one, a row less in the first
-	// and its line hidden in each of the four.
-	want := fmt.Sprintf("%d,%d,%d,%d;%d;%d", n, n, n, n, n-1, 4)
+	// and its line hidden in each of the four. With every policy but the last hidden, the
+	// plots over time fit their y axis to the last one's values.
+	res := Build(meta, runs)
+	figs, err := Figures(res, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fitted []string
+	for _, f := range figs {
+		if f.ID != "utilization" && f.ID != "queue" {
+			continue
+		}
+		var h hoverData
+		if err := json.Unmarshal([]byte(f.Data), &h); err != nil {
+			t.Fatal(err)
+		}
+		top := 0.0
+		for _, p := range h.Series[len(h.Series)-1].Points {
+			top = math.Max(top, p[1])
+		}
+		if top <= 0 {
+			top = 1
+		}
+		if f.ID == "queue" && niceCeil(top) == h.YMax {
+			t.Fatalf("queue plot: y axis up to %v with every policy and with the last alone: the probe would not see a redraw", h.YMax)
+		}
+		fitted = append(fitted, strconv.FormatFloat(niceCeil(top), 'g', -1, 64))
+	}
+	want := fmt.Sprintf("%d,%d,%d,%d;%d;%d;%s", n, n, n, n, n-1, 4, strings.Join(fitted, ";"))
 	if m := regexp.MustCompile(`data-probe="([^"]*)"`).FindStringSubmatch(dom); m == nil || m[1] != want {
 		t.Errorf("tooltip rows; rows after hiding one; hidden lines = %v, want %s", m, want)
 	}

@@ -129,12 +129,58 @@ synthesized fields: {{if .R.SynthesizedFields}}{{.Synth}}{{else}}none{{end}}.</p
   document.querySelectorAll("#legend button[data-policy]").forEach(function (b) {
     styles[b.getAttribute("data-policy")] = { color: b.getAttribute("data-color"), dash: b.getAttribute("data-dash") };
   });
+  function niceStep(raw) {
+    if (!(raw > 0) || !isFinite(raw)) { return 1; }
+    var p = Math.pow(10, Math.floor(Math.log10(raw))), m = [1, 2, 5, 10];
+    for (var i = 0; i < m.length; i++) { if (m[i] * p >= raw) { return m[i] * p; } }
+    return 10 * p;
+  }
+  function tickLabel(format, v) { return format === "frac" ? trim(v.toFixed(2)) : trim(v.toFixed(1)); }
+  function el(ns, name, attrs, text) {
+    var e = document.createElementNS(ns, name);
+    Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) { e.textContent = text; }
+    return e;
+  }
+  // fit redraws a plot over time with its y axis fitted to the policies shown.
+  var plots = [];
+  function fit(p) {
+    var d = p.d, top = 0;
+    d.series.forEach(function (s) {
+      if (hidden[s.policy]) { return; }
+      s.points.forEach(function (q) { top = Math.max(top, q[1]); });
+    });
+    if (!(top > 0)) { top = 1; }
+    var step = niceStep(top / 5), ymax = Math.ceil(top / step - 1e-9) * step;
+    p.svg.setAttribute("data-ymax", String(ymax));
+    if (ymax === p.ymax) { return; }
+    p.ymax = ymax;
+    var A = d.area;
+    function px(x) { return A[0] + (x - d.x.min) / (d.x.max - d.x.min) * A[2]; }
+    function py(y) { return A[1] + (1 - (y - d.ymin) / (ymax - d.ymin)) * A[3]; }
+    p.svg.querySelectorAll("path.series").forEach(function (path) {
+      var s = d.series.filter(function (s) { return s.policy === path.getAttribute("data-policy"); })[0];
+      if (!s) { return; }
+      path.setAttribute("d", s.points.map(function (q, i) {
+        return (i === 0 ? "M" : "L") + px(q[0]).toFixed(1) + " " + py(q[1]).toFixed(1);
+      }).join(""));
+    });
+    var g = p.svg.querySelector("g.yaxis");
+    g.replaceChildren();
+    var ystep = niceStep((ymax - d.ymin) / 5);
+    for (var t = Math.ceil(d.ymin / ystep) * ystep; t <= ymax + ystep * 1e-9; t += ystep) {
+      var y = py(t).toFixed(1);
+      g.appendChild(el(p.svg.namespaceURI, "line", {"class": "grid", x1: A[0], y1: y, x2: A[0] + A[2], y2: y}));
+      g.appendChild(el(p.svg.namespaceURI, "text", {"class": "tick", x: A[0] - 6, y: y, "text-anchor": "end", "dominant-baseline": "middle"}, tickLabel(d.yformat, t)));
+    }
+  }
   function apply() {
     document.querySelectorAll("[data-policy]").forEach(function (el) {
       var off = !!hidden[el.getAttribute("data-policy")];
       if (el.tagName.toLowerCase() === "button") { el.setAttribute("aria-pressed", off ? "false" : "true"); }
       else { el.classList.toggle("hidden-policy", off); }
     });
+    plots.forEach(function (p) { if (p.d.rescale) { fit(p); } });
   }
   document.querySelectorAll("#legend button[data-policy]").forEach(function (b) {
     b.addEventListener("click", function () {
@@ -151,6 +197,7 @@ synthesized fields: {{if .R.SynthesizedFields}}{{.Synth}}{{else}}none{{end}}.</p
     var dataEl = fig.querySelector("script.plot-data");
     if (!dataEl) { ready++; return; }
     var d = JSON.parse(dataEl.textContent);
+    plots.push({d: d, svg: svg, ymax: d.ymax});
     var vb = svg.viewBox.baseVal;
     var hover = svg.querySelector("g.hover"), cursor = svg.querySelector("line.cursor");
     var tip = document.createElement("div");

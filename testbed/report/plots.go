@@ -34,7 +34,12 @@ type hoverData struct {
 		Format string  `json:"format"`
 		Label  string  `json:"label"`
 	} `json:"x"`
-	YFormat string   `json:"yformat"`
+	YFormat string `json:"yformat"`
+	// YMin and YMax are the y axis' range; Rescale says the page may fit it to the
+	// policies shown (plots over time; a CDF keeps 0 to 1).
+	YMin    float64  `json:"ymin"`
+	YMax    float64  `json:"ymax"`
+	Rescale bool     `json:"rescale"`
 	Series  []series `json:"series"`
 	// Geometry of the plot area in SVG units: left, top, width, height.
 	Area [4]float64 `json:"area"`
@@ -70,6 +75,7 @@ func linePlot(id, title, caption string, names []string, styles map[string]Style
 	var h hoverData
 	h.X.Min, h.X.Max, h.X.Log, h.X.Format, h.X.Label = x.min, x.max, x.log, x.format, x.label
 	h.YFormat, h.Series = y.format, all
+	h.YMin, h.YMax, h.Rescale = y.min, y.max, !x.log
 	h.Area = [4]float64{marginL, marginT, innerW, innerH}
 	js, err := json.Marshal(h)
 	if err != nil {

@@ -131,11 +131,13 @@ func (b *svgBuilder) frame(title string, x, y axis) {
 		b.f(`<line class="grid" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>`, px, marginT, px, marginT+innerH)
 		b.f(`<text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>`, px, marginT+innerH+16, esc(x.label1(t)))
 	}
+	b.WriteString(`<g class="yaxis">`)
 	for _, t := range y.ticks() {
 		py := marginT + (1-y.frac(t))*innerH
 		b.f(`<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, marginL, py, marginL+innerW, py)
 		b.f(`<text class="tick" x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, marginL-6, py, esc(y.label1(t)))
 	}
+	b.WriteString(`</g>`)
 	b.f(`<text class="axis-label" x="%d" y="%d" text-anchor="middle">%s</text>`, marginL+innerW/2, plotH-6, esc(x.label))
 	b.f(`<text class="axis-label" transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`, marginT+innerH/2, esc(y.label))
 }
