@@ -74,7 +74,9 @@ type Engine struct {
 	events   int64
 	cycles   int64
 	finished atomic.Int64
-	progress []sched.Event // scratch for progress observations
+	progress []sched.Event // scratch for progress observations (traffic)
+	epochs   []epochReport // scratch for progress observations (epochs)
+	merged   []sched.Event // scratch for progress observations in one sort
 }
 
 // New returns an engine for jobs on cluster under policy. Jobs whose gang can never fit

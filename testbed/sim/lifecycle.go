@@ -25,7 +25,13 @@ func (e *Engine) advance(t time.Duration) {
 	if e.observer == nil {
 		return
 	}
-	e.progress = e.progress[:0]
+	// Every traffic report is at t and an epoch ends at or before t, so the reports are in
+	// time order once the few epoch reports are sorted and put first; an epoch that ends at
+	// t itself (or, by rounding, after it) falls back to one stable sort of all reports in
+	// the order they were made, which is the order the fast path gives otherwise.
+	e.progress, e.epochs = e.progress[:0], e.epochs[:0]
+	at := Epoch.Add(t)
+	late := false
 	for _, j := range e.holders {
 		if t <= j.reportedT {
 			continue
@@ -37,22 +43,49 @@ func (e *Engine) advance(t time.Duration) {
 		}
 		j.refresh(t)
 		if e1, e2 := j.epochsAt(j.reportedP), j.epochsAt(p); e2 > e1 {
-			e.progress = append(e.progress, sched.Event{
+			ev := sched.Event{
 				Kind: sched.EventEpoch, Time: Epoch.Add(j.timeToReach(j.epochEnd(e2))), Job: &j.s,
 				Duration: j.elapsed(j.epochLen), Bytes: int64(float64(j.s.DatasetBytes) * j.nTraffic),
-			})
+			}
+			late = late || !ev.Time.Before(at)
+			e.epochs = append(e.epochs, epochReport{ev: ev, before: len(e.progress)})
 		}
 		from := max(j.reportedT, j.runFrom)
 		e.progress = append(e.progress, sched.Event{
-			Kind: sched.EventTraffic, Time: Epoch.Add(t), Job: &j.s, Duration: t - from,
+			Kind: sched.EventTraffic, Time: at, Job: &j.s, Duration: t - from,
 			Bytes: int64(float64(j.s.DatasetBytes) * float64(dp) / float64(j.epochLen) * j.nTraffic),
 		})
 		j.reportedP, j.reportedT = p, t
 	}
-	slices.SortStableFunc(e.progress, func(a, b sched.Event) int { return a.Time.Compare(b.Time) })
+	if late {
+		e.merged = e.merged[:0]
+		k := 0
+		for i, ev := range e.progress {
+			for ; k < len(e.epochs) && e.epochs[k].before == i; k++ {
+				e.merged = append(e.merged, e.epochs[k].ev)
+			}
+			e.merged = append(e.merged, ev)
+		}
+		slices.SortStableFunc(e.merged, func(a, b sched.Event) int { return a.Time.Compare(b.Time) })
+		for _, ev := range e.merged {
+			e.observer.Observe(ev)
+		}
+		return
+	}
+	slices.SortStableFunc(e.epochs, func(a, b epochReport) int { return a.ev.Time.Compare(b.ev.Time) })
+	for _, r := range e.epochs {
+		e.observer.Observe(r.ev)
+	}
 	for _, ev := range e.progress {
 		e.observer.Observe(ev)
 	}
+}
+
+// epochReport is an epoch report of advance and the number of traffic reports made
+// before it.
+type epochReport struct {
+	ev     sched.Event
+	before int
 }
 
 // handle applies one heap event.

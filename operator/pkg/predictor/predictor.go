@@ -83,6 +83,11 @@ type jobState struct {
 	// published is epochN when the job's sample was last written to the profile.
 	published int32
 	first     *pending
+	// owner and id say whose state of which job this is, and gone that the job finished:
+	// a Job's Memo is trusted only when they match (memo).
+	owner *Predictor
+	id    string
+	gone  bool
 }
 
 // pending is a prediction waiting to be scored.
@@ -139,13 +144,35 @@ func (p *Predictor) StoreError() error { return p.storeErr }
 // Fit returns the current fit of a model (the zero Fit if none).
 func (p *Predictor) Fit(model string) profile.Fit { return p.fits[model] }
 
-func (p *Predictor) state(id string) *jobState {
-	st := p.jobs[id]
-	if st == nil {
-		st = &jobState{traffic: p.newSmoother()}
-		p.jobs[id] = st
+// state returns the state of j, created if j has none, and keeps it in j's Memo.
+func (p *Predictor) state(j *sched.Job) *jobState {
+	if st := p.memo(j); st != nil {
+		return st
 	}
+	st := p.jobs[j.ID]
+	if st == nil {
+		st = &jobState{traffic: p.newSmoother(), owner: p, id: j.ID}
+		p.jobs[j.ID] = st
+	}
+	j.Memo = st
 	return st
+}
+
+// memo returns the state that j's Memo refers to when it is this predictor's live state
+// of j, nil otherwise.
+func (p *Predictor) memo(j *sched.Job) *jobState {
+	if st, ok := j.Memo.(*jobState); ok && st.owner == p && !st.gone && st.id == j.ID {
+		return st
+	}
+	return nil
+}
+
+// lookup returns the state of j, nil if it has none.
+func (p *Predictor) lookup(j *sched.Job) *jobState {
+	if st := p.memo(j); st != nil {
+		return st
+	}
+	return p.jobs[j.ID]
 }
 
 func (p *Predictor) newSmoother() Smoother {
@@ -163,7 +190,7 @@ func (p *Predictor) Observe(ev sched.Event) {
 	}
 	switch ev.Kind {
 	case sched.EventStarted:
-		st := p.state(j.ID)
+		st := p.state(j)
 		if st.workers != 0 && st.workers != j.Workers {
 			st.traffic = p.newSmoother()
 			st.epochSum, st.epochN, st.published = 0, 0, 0
@@ -174,13 +201,13 @@ func (p *Predictor) Observe(ev sched.Event) {
 		}
 	case sched.EventTraffic:
 		if ev.Duration > 0 && ev.Bytes > 0 {
-			p.state(j.ID).traffic.Add(float64(ev.Bytes) / ev.Duration.Seconds())
+			p.state(j).traffic.Add(float64(ev.Bytes) / ev.Duration.Seconds())
 		}
 	case sched.EventEpoch:
 		if ev.Duration <= 0 {
 			return
 		}
-		st := p.state(j.ID)
+		st := p.state(j)
 		st.epochSum += ev.Duration
 		st.epochN++
 		if st.epochN == 1 {
@@ -229,11 +256,12 @@ func (p *Predictor) noteErr(err error) {
 
 // finish scores the job's first prediction and feeds the queue prior.
 func (p *Predictor) finish(j *sched.Job, ev sched.Event) {
-	st := p.jobs[j.ID]
+	st := p.lookup(j)
 	delete(p.jobs, j.ID)
 	if st == nil {
 		return
 	}
+	st.gone = true
 	if st.epochN > 0 && st.published != st.epochN {
 		p.publish(j, st)
 	}
@@ -265,7 +293,7 @@ func (p *Predictor) finish(j *sched.Job, ev sched.Event) {
 
 // Predict returns the prediction for j from the best source available now.
 func (p *Predictor) Predict(j *sched.Job) Prediction {
-	if st := p.jobs[j.ID]; st != nil {
+	if st := p.lookup(j); st != nil {
 		if st.epochN > 0 {
 			return byEpoch(j, SourceEpochs, st.epochSum/time.Duration(st.epochN))
 		}

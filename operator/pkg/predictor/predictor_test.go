@@ -241,3 +241,42 @@ func TestPriorMedians(t *testing.T) {
 		}
 	}
 }
+
+// TestMemo: a Job's Memo answers only for the predictor that wrote it, for the job it was
+// written for, and until that job finishes; any other case reads the predictor's own state.
+func TestMemo(t *testing.T) {
+	epochs := func(p *Predictor, j *sched.Job) Source { return p.Predict(j).Source }
+	p, other := New(nil, DefaultConfig()), New(nil, DefaultConfig())
+	j := makeJob("a").model("").obj()
+	p.Observe(sched.Event{Kind: sched.EventStarted, Time: t0, Job: j})
+	p.Observe(sched.Event{Kind: sched.EventEpoch, Time: t0, Job: j, Duration: time.Minute})
+	if got := epochs(p, j); got != SourceEpochs {
+		t.Fatalf("source %q for the observed job, want %q", got, SourceEpochs)
+	}
+	// Another predictor has seen nothing of the job.
+	if got := epochs(other, j); got != SourceNone {
+		t.Errorf("another predictor: source %q, want %q (it read the first one's state)", got, SourceNone)
+	}
+	// A copy renamed to another job has no state.
+	c := *j
+	c.ID = "b"
+	if got := epochs(p, &c); got != SourceNone {
+		t.Errorf("copy as job b: source %q, want %q", got, SourceNone)
+	}
+	// Another Job value of the same job (as the operator builds each cycle) reads it by ID.
+	if got := epochs(p, makeJob("a").model("").obj()); got != SourceEpochs {
+		t.Errorf("a fresh Job of job a: source %q, want %q", got, SourceEpochs)
+	}
+	// After the job finished its state is gone, Memo or not.
+	p.Observe(sched.Event{Kind: sched.EventFinished, Time: t0, Job: makeJob("a").model("").obj(), Duration: time.Minute})
+	if got := epochs(p, j); got == SourceEpochs {
+		t.Errorf("finished job: source %q, want its own epochs forgotten", got)
+	}
+	// A new job of the same ID starts afresh, and j's stale Memo does not hide it.
+	k := makeJob("a").model("").obj()
+	p.Observe(sched.Event{Kind: sched.EventStarted, Time: t0, Job: k})
+	p.Observe(sched.Event{Kind: sched.EventEpoch, Time: t0, Job: k, Duration: 2 * time.Minute})
+	if got := p.Predict(j); got.Source != SourceEpochs || got.EpochTime != 2*time.Minute {
+		t.Errorf("new job a through the old Job: %+v, want the new job's 2m epochs", got)
+	}
+}

@@ -121,6 +121,12 @@ type Job struct {
 
 	// Oracle is ground truth that only a simulator knows.
 	Oracle Oracle
+
+	// Memo is where the observer of the job's events (the policy's predictor) may keep a
+	// reference to its own state of the job, written when it observes an event about this
+	// Job and read at a prediction instead of a lookup by ID. A copy of the Job shares it;
+	// the core never reads it.
+	Memo any
 }
 
 // SuspendState describes a preemption or a resize in progress.
