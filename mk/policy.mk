@@ -22,8 +22,8 @@ accuracy-policy: ## Prediction and overhead accuracy on a profiled workload in t
 
 # policy-run NAME, SIMULATE-ARGS: one results run, table in $(POLICY_OUT)/NAME.txt.
 define policy-run
-	@echo "== $(1): pickyman simulate $(2)"
-	$(BIN)/pickyman simulate $(2) --out $(POLICY_OUT)/$(1) | tee $(POLICY_OUT)/$(1).txt
+	@echo "== $(1): pickyman simulate --policies all $(2)"
+	$(BIN)/pickyman simulate --policies all $(2) --out $(POLICY_OUT)/$(1) | tee $(POLICY_OUT)/$(1).txt
 endef
 
 OPENB := $(TRACES)/alibaba-openb
