@@ -13,7 +13,6 @@ import (
 	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/spf13/cobra"
 	_ "golang.org/x/term"
-	_ "gonum.org/v1/plot"
 	_ "k8s.io/api/core/v1"
 	_ "k8s.io/apimachinery/pkg/apis/meta/v1"
 	_ "k8s.io/client-go/kubernetes"
