@@ -68,6 +68,7 @@ func newSimulateCommand() *cobra.Command {
 			"  pickyman simulate --trace ../shared/traces/philly-adaptdl/philly.csv --cluster 64x8 --window 0:720h",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC()
 			return runSimulate(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
