@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/testbed/cluster"
 	"github.com/pickyman/pickyman/testbed/report"
 	"github.com/pickyman/pickyman/testbed/sim"
 	"github.com/pickyman/pickyman/traces"
@@ -114,6 +115,9 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	if jobs, err = selectJobs(jobs, o.window, o.jobs); err != nil {
 		return err
 	}
+	if err := checkPoolModels(cluster, jobs); err != nil {
+		return err
+	}
 	names := defaultPolicies()
 	switch o.policies {
 	case "":
@@ -170,6 +174,34 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 }
 
 // loadJobs reads the trace, or generates the default one.
+// checkPoolModels refuses a pool whose GPU model is neither a known one
+// (cluster.KnownGPUModels) nor one that a job of the trace asks for: in the simulator a model
+// only matches jobs to nodes, so such a name is a typo that leaves the pool to the jobs that
+// ask for no model. The error lists both.
+func checkPoolModels(c traces.Cluster, jobs []traces.Job) error {
+	var asked []string
+	for _, j := range jobs {
+		if j.GPUModel != "" && !slices.Contains(asked, j.GPUModel) {
+			asked = append(asked, j.GPUModel)
+		}
+	}
+	known := cluster.KnownGPUModels()
+	for _, p := range c.Pools {
+		m := p.GPUModel
+		if m == "" || slices.Contains(asked, m) || slices.Contains(known, strings.ToUpper(m)) {
+			continue
+		}
+		want := "none"
+		if len(asked) > 0 {
+			slices.Sort(asked)
+			want = strings.Join(asked, ", ")
+		}
+		return fmt.Errorf("pool %dx%d:%s: unknown GPU model %q (known: %s; the trace's jobs ask for: %s)",
+			p.Count, p.GPUs, m, m, strings.Join(known, ", "), want)
+	}
+	return nil
+}
+
 func loadJobs(o simulateOptions, cluster traces.Cluster) ([]traces.Job, report.Meta, error) {
 	if o.trace == "" {
 		cfg := traces.DefaultGenerateConfig()

@@ -12,6 +12,7 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/testbed/metrics"
 	"github.com/pickyman/pickyman/testbed/report"
+	"github.com/pickyman/pickyman/traces"
 )
 
 func TestSimulateCommand(t *testing.T) {
@@ -167,6 +168,7 @@ func TestSimulateFlagsErrors(t *testing.T) {
 		"empty window":   {[]string{"--window", "0:0"}, "no jobs"},
 		"bad cluster":    {[]string{"--cluster", "x"}, "cluster"},
 		"negative load":  {[]string{"--jobs", "5", "--load", "-1"}, "want a positive offered load"},
+		"unknown model":  {[]string{"--jobs", "5", "--cluster", "4x8:V100,2x8:V10O"}, `pool 2x8:V10O: unknown GPU model "V10O" (known: A10, A100`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -190,6 +192,29 @@ func TestFidelity(t *testing.T) {
 	for _, want := range []string{"| mean JCT (s) | 1000 | 1100 | +10.0% |", "| mean wait (s) | 0 | 4 | +4 |", "| makespan (s) | 2000 | 1900 | -5.0% |", "time scale 10"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("fidelity table lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestCheckPoolModels: a pool's model must be a known one or one that a job asks for.
+func TestCheckPoolModels(t *testing.T) {
+	jobs := []traces.Job{{ID: "a", GPUModel: "V100M32"}, {ID: "b"}}
+	pools := func(models ...string) traces.Cluster {
+		var c traces.Cluster
+		for _, m := range models {
+			c.Pools = append(c.Pools, traces.NodePool{Count: 2, GPUs: 8, GPUModel: m})
+		}
+		return c
+	}
+	for _, ok := range []traces.Cluster{pools(""), pools("V100"), pools("a100"), pools("V100M32", "T4")} {
+		if err := checkPoolModels(ok, jobs); err != nil {
+			t.Errorf("%v: %v, want accepted", ok, err)
+		}
+	}
+	err := checkPoolModels(pools("V100", "MI300"), jobs)
+	for _, want := range []string{`unknown GPU model "MI300"`, "known: A10, A100", "ask for: V100M32"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one containing %q", err, want)
 		}
 	}
 }
