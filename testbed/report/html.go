@@ -267,15 +267,8 @@ type legendEntry struct {
 func WriteHTML(w io.Writer, res *Results, figs []Figure) error {
 	var rows []verdictRow
 	for _, c := range res.Verdict() {
-		class := "worse"
-		switch {
-		case c.Better():
-			class = "better"
-		case c.Subject == c.Best:
-			class = "tie"
-		}
 		rows = append(rows, verdictRow{Figure: c.Figure, Subject: c.value(c.Subject), Best: c.value(c.Best),
-			BestPolicy: c.BestPolicy, Outcome: c.Outcome(), Class: class})
+			BestPolicy: c.BestPolicy, Outcome: c.Outcome(), Class: c.Mark()})
 	}
 	names := res.names()
 	styles := Styles(names, Subject)

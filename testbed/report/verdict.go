@@ -65,6 +65,17 @@ func (c Comparison) Change() float64 {
 // Better reports whether the subject is strictly better (lower) than every baseline.
 func (c Comparison) Better() bool { return c.Subject < c.Best }
 
+// Mark is "better", "tie" or "worse": the subject against the best baseline.
+func (c Comparison) Mark() string {
+	switch {
+	case c.Better():
+		return "better"
+	case c.Subject == c.Best:
+		return "tie"
+	}
+	return "worse"
+}
+
 func (c Comparison) value(v float64) string {
 	if c.Unit == "s" {
 		return humanSeconds(v)
@@ -171,14 +182,7 @@ func (r *Results) VerdictText() string {
 	fmt.Fprintf(&b, "%s against the best of %s on each figure (lower is better):\n", Subject, strings.Join(r.Baselines(), ", "))
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, c := range v {
-		mark := "worse"
-		switch {
-		case c.Better():
-			mark = "better"
-		case c.Subject == c.Best:
-			mark = "tie"
-		}
-		fmt.Fprintf(w, "  %s\t%s %s\tbest baseline %s %s\t%s: %s\n", c.Figure, Subject, c.value(c.Subject), c.BestPolicy, c.value(c.Best), mark, c.Outcome())
+		fmt.Fprintf(w, "  %s\t%s %s\tbest baseline %s %s\t%s: %s\n", c.Figure, Subject, c.value(c.Subject), c.BestPolicy, c.value(c.Best), c.Mark(), c.Outcome())
 	}
 	w.Flush()
 	if note := r.oracleNote(); note != "" {
