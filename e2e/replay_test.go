@@ -111,7 +111,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		}, ginkgo.SpecTimeout(6*time.Minute))
 	}
 
-	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while the operator and the agent are killed at random moments", func(ctx context.Context) {
+	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while the operator, the agent and the training-operator are killed at random moments", func(ctx context.Context) {
 		conf := replay.OperatorConfig("pickyman", jobs, timeScale)
 		suite.opts.PickyMan.Config = conf
 		gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, false)).To(gomega.Succeed())
@@ -123,7 +123,8 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 
 		seed := uint64(time.Now().UnixNano())
 		rng := rand.New(rand.NewPCG(seed, 1))
-		kills := []string{cluster.ComponentOperator, cluster.ComponentOperator, cluster.ComponentAgent, cluster.ComponentAgent}
+		kills := []string{cluster.ComponentOperator, cluster.ComponentOperator, cluster.ComponentAgent, cluster.ComponentAgent,
+			cluster.ComponentTrainingOperator}
 		rng.Shuffle(len(kills), func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
 		fmt.Fprintf(ginkgo.GinkgoWriter, "chaos seed %d: kills in order %v\n", seed, kills)
 		chaos := make(chan error, 1)
@@ -142,9 +143,12 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 					}
 					time.Sleep(time.Duration(1+rng.IntN(3)) * time.Second)
 					var err error
-					if c == cluster.ComponentOperator {
+					switch c {
+					case cluster.ComponentOperator:
 						err = suite.opts.StartOperator(ctx, suite.clients)
-					} else {
+					case cluster.ComponentTrainingOperator:
+						err = suite.opts.StartTrainingOperator(ctx)
+					default:
 						err = suite.opts.StartAgent(ctx)
 					}
 					if err != nil {

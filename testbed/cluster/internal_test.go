@@ -226,3 +226,29 @@ func TestRetryBind(t *testing.T) {
 		t.Errorf("persistent bind failure: err %v after %d starts, want errNotRunning after %d", err, calls, bindAttempts)
 	}
 }
+
+// TestKillTrainingOperator: a crash of the training-operator kills the process its pid file
+// names, and a kill of one that is not running is an error, not a silent success.
+func TestKillTrainingOperator(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Home: t.TempDir(), Name: "k"}
+	if err := os.MkdirAll(o.Workdir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.StopComponent(ComponentTrainingOperator, true); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("kill with nothing running: %v, want a 'not running' error", err)
+	}
+	pid, err := startDetached(sleep, []string{"60"}, nil, o.operatorLog(), o.operatorPid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.StopComponent(ComponentTrainingOperator, true); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Errorf("training-operator stand-in %d alive after the kill", pid)
+	}
+}

@@ -384,19 +384,29 @@ func (o Options) startAgent(ctx context.Context) error {
 	return nil
 }
 
-// StopComponent stops a PickyMan component: SIGKILL when kill is set (a crash), otherwise
-// SIGTERM with a grace period (a shutdown).
+// StopComponent stops a PickyMan component, or the training-operator
+// (ComponentTrainingOperator, a local process in every mode): SIGKILL when kill is set (a
+// crash), otherwise SIGTERM with a grace period (a shutdown).
 func (o Options) StopComponent(component string, kill bool) error {
-	if o.installed() {
+	var pid int
+	switch {
+	case component == ComponentTrainingOperator:
+		pid = readPid(o.operatorPid())
+	case o.installed():
 		return o.stopInstalledComponent(component, kill)
-	}
-	pid := o.ComponentPid(component)
-	if pid == 0 {
-		return nil
+	default:
+		pid = o.ComponentPid(component)
 	}
 	if kill {
+		// A crash test that killed nothing would pass for the wrong reason.
+		if !alive(pid) {
+			return fmt.Errorf("kill %s: it is not running", component)
+		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		return stopPid(pid, 5*time.Second)
+	}
+	if pid == 0 {
+		return nil
 	}
 	return stopPid(pid, 30*time.Second)
 }

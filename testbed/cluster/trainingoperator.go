@@ -26,6 +26,9 @@ const (
 	webhookServiceName        = "training-operator"
 	// WebhookCertDir is fixed in the training-operator; a pod would mount the Secret there.
 	WebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
+	// ComponentTrainingOperator names the training-operator for StopComponent and
+	// StartTrainingOperator.
+	ComponentTrainingOperator = "training-operator"
 )
 
 func (o Options) operatorLog() string  { return filepath.Join(o.Workdir(), "training-operator.log") }
@@ -84,6 +87,11 @@ func (o Options) startTrainingOperator(ctx context.Context) (started bool, err e
 	if err != nil {
 		return false, err
 	}
+	// The log is appended to across restarts: readiness reads what this process wrote.
+	var from int64
+	if st, err := os.Stat(o.operatorLog()); err == nil {
+		from = st.Size()
+	}
 	args := []string{
 		"--kubeconfig", o.Kubeconfig(),
 		"--enable-scheme", "pytorchjob",
@@ -109,7 +117,7 @@ func (o Options) startTrainingOperator(ctx context.Context) (started bool, err e
 			return false, nil
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK && o.operatorControllersStarted(), nil
+		return resp.StatusCode == http.StatusOK && o.operatorControllersStarted(from), nil
 	})
 	if err != nil {
 		data, _ := os.ReadFile(o.operatorLog())
@@ -118,10 +126,21 @@ func (o Options) startTrainingOperator(ctx context.Context) (started bool, err e
 	return true, nil
 }
 
-// operatorControllersStarted says whether the training-operator's log shows its PyTorchJob
-// workers running: it starts them only after the webhook certificates are in place.
-func (o Options) operatorControllersStarted() bool {
+// operatorControllersStarted says whether the training-operator's log, from byte from on,
+// shows its PyTorchJob workers running: it starts them only after the webhook certificates
+// are in place.
+func (o Options) operatorControllersStarted(from int64) bool {
 	data, err := os.ReadFile(o.operatorLog())
-	return err == nil && strings.Contains(string(data), "Starting workers") &&
-		strings.Contains(string(data), "pytorchjob")
+	if err != nil || int64(len(data)) < from {
+		return false
+	}
+	data = data[from:]
+	return strings.Contains(string(data), "Starting workers") && strings.Contains(string(data), "pytorchjob")
+}
+
+// StartTrainingOperator starts the training-operator again after StopComponent stopped it
+// (a crash or a restart in a chaos test), and waits until its PyTorchJob workers run.
+func (o Options) StartTrainingOperator(ctx context.Context) error {
+	_, err := o.startTrainingOperator(ctx)
+	return err
 }
