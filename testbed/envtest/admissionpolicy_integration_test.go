@@ -6,7 +6,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,18 +87,22 @@ func TestIntegrationAdmissionPolicies(t *testing.T) {
 
 	// Each policy takes effect once the API server has loaded it and its binding, each on its
 	// own: wait for a refusal by every one (a probe allowed before then changes nothing that
-	// the cases below depend on).
+	// the cases below depend on). Every probe writes a new value: the policies judge what an
+	// update changes, so a probe that repeated an allowed write would be allowed for ever.
 	deadline := time.Now().Add(30 * time.Second)
-	for policy, probe := range map[string]func() error{
-		"pickyman-agent-node-restriction": func() error { return podPatch(agent, "train", "on-b", progress) },
-		"pickyman-agent-writes": func() error {
-			return podPatch(agent, "train", "on-a", map[string]any{"metadata": map[string]any{"labels": map[string]string{"probe": "x"}}})
+	n := 0
+	for policy, probe := range map[string]func(n int) error{
+		"pickyman-agent-node-restriction": func(n int) error {
+			return podPatch(agent, "train", "on-b", map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationProgress: fmt.Sprintf(`{"epochsDone":%d}`, n)}}})
 		},
-		"pickyman-agent-annotations": func() error {
-			return podPatch(admin, "train", "on-a", map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: `{"id":"probe","mode":"now"}`}}})
+		"pickyman-agent-writes": func(n int) error {
+			return podPatch(agent, "train", "on-a", map[string]any{"metadata": map[string]any{"labels": map[string]string{"probe": strconv.Itoa(n)}}})
+		},
+		"pickyman-agent-annotations": func(n int) error {
+			return podPatch(admin, "train", "on-a", map[string]any{"metadata": map[string]any{"annotations": map[string]string{agentv1alpha1.AnnotationCheckpointRequest: fmt.Sprintf(`{"id":"probe-%d","mode":"now"}`, n)}}})
 		},
 	} {
-		for probe() == nil {
+		for n++; probe(n) == nil; n++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("admission policy %s is not in force after 30s", policy)
 			}
