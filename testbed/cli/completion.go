@@ -64,9 +64,7 @@ func registerCompletions(root *cobra.Command) {
 
 // fixedCompletions completes a flag with a fixed list of values.
 func fixedCompletions(values []string) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return values, cobra.ShellCompDirectiveNoFileComp
-	}
+	return valueCompletions(func() []string { return values })
 }
 
 // valueCompletions completes a flag with the values of the moment.

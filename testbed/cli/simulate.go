@@ -185,10 +185,9 @@ func checkPoolModels(c traces.Cluster, jobs []traces.Job) error {
 			asked = append(asked, j.GPUModel)
 		}
 	}
-	known := cluster.KnownGPUModels()
 	for _, p := range c.Pools {
 		m := p.GPUModel
-		if m == "" || slices.Contains(asked, m) || slices.Contains(known, strings.ToUpper(m)) {
+		if m == "" || slices.Contains(asked, m) || cluster.CheckGPUModel(m) == nil {
 			continue
 		}
 		want := "none"
@@ -197,7 +196,7 @@ func checkPoolModels(c traces.Cluster, jobs []traces.Job) error {
 			want = strings.Join(asked, ", ")
 		}
 		return fmt.Errorf("pool %dx%d:%s: unknown GPU model %q (known: %s; the trace's jobs ask for: %s)",
-			p.Count, p.GPUs, m, m, strings.Join(known, ", "), want)
+			p.Count, p.GPUs, m, m, strings.Join(cluster.KnownGPUModels(), ", "), want)
 	}
 	return nil
 }
