@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -183,17 +184,22 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 
 	finishJob(t, ns, "high")
 	waitKindPhase(t, "RayJob", ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(low), job); err != nil {
-		t.Fatal(err)
-	}
-	var rp agentv1alpha1.ResumePoint
-	raw := job.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Annotations[agentv1alpha1.AnnotationResumeFrom]
-	if err := json.Unmarshal([]byte(raw), &rp); err != nil || rp.Epoch != 2 || rp.Path != "/ckpt/ray" {
-		t.Errorf("resume-from annotation %q, want epoch 2 at /ckpt/ray", raw)
-	}
-	if job.Spec.Suspend {
-		t.Error("resumed RayJob still suspended")
-	}
+	// The job controller resumes the RayJob after the Allocation's admission, in its own
+	// reconcile: wait for it.
+	eventually(t, 20*time.Second, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(low), job); err != nil {
+			return err
+		}
+		var rp agentv1alpha1.ResumePoint
+		raw := job.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Annotations[agentv1alpha1.AnnotationResumeFrom]
+		if err := json.Unmarshal([]byte(raw), &rp); err != nil || rp.Epoch != 2 || rp.Path != "/ckpt/ray" {
+			return fmt.Errorf("resume-from annotation %q, want epoch 2 at /ckpt/ray", raw)
+		}
+		if job.Spec.Suspend {
+			return errors.New("resumed RayJob still suspended")
+		}
+		return nil
+	})
 	eventually(t, 20*time.Second, func() error { return rayPodsOnNodes(ns, "low", 2) })
 }
 
