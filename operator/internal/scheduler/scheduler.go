@@ -31,11 +31,17 @@ import (
 // Allocations only; the job and handshake controllers carry each Allocation's new state
 // into its job and pods.
 type Scheduler struct {
-	// Client reads nodes and pods from the manager's cache and writes Allocations.
+	// Client reads nodes, pods and Allocations from the manager's cache and writes
+	// Allocations.
 	Client client.Client
-	// Reader reads Allocations from the API server directly: the scheduler's own last
-	// writes must be in its snapshot, or GPUs could be promised twice.
-	Reader   client.Reader
+	// Reader reads from the API server directly: the Allocations when Assumed is nil (the
+	// process's own last writes must be in the snapshot, or GPUs could be promised twice),
+	// and what Assumed asks of it otherwise.
+	Reader client.Reader
+	// Assumed, if set, holds the process's Allocation writes that the cache may not show
+	// yet: the snapshot's Allocations then come from the cache (Client) with them in place
+	// (see Assumed); without it they are listed from the API server (Reader) at each cycle.
+	Assumed  *Assumed
 	Recorder events.EventRecorder
 	Clock    clock.WithTicker
 	Config   *configv1.Configuration
@@ -185,9 +191,10 @@ func (s *Scheduler) nextWake() time.Time {
 
 // Cycle runs one scheduling cycle (docs/operator.md):
 //
-//  1. snapshot: nodes from the cache, Allocations straight from the API server (the
-//     scheduler's own last writes must be in it, or GPUs could be promised twice), pod
-//     progress from the cache;
+//  1. snapshot: nodes, pods and Allocations from the informer cache, with the process's
+//     own Allocation writes that the cache does not show yet in their place (Assumed: the
+//     writes must be in it, or GPUs could be promised twice; without Assumed, Allocations
+//     straight from the API server);
 //  2. decide: the configured policy's Schedule;
 //  3. validate: sched.Validate; decisions that fail are dropped whole;
 //  4. act: reservations, then preemptions, then starts, each writing the Allocation
@@ -270,8 +277,8 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	if err := s.Client.List(ctx, &nodes); err != nil {
 		return nil, nil, err
 	}
-	var list v1alpha1.AllocationList
-	if err := s.Reader.List(ctx, &list); err != nil {
+	items, err := s.listAllocations(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
 	var pods corev1.PodList
@@ -288,10 +295,10 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	}
 	now := s.Clock.Now()
 	progress := make(map[string]allocation.PodProgress, len(byAlloc))
-	allocs := make(map[string]*v1alpha1.Allocation, len(list.Items))
+	allocs := make(map[string]*v1alpha1.Allocation, len(items))
 	s.reservationDue = time.Time{}
-	for i := range list.Items {
-		a := &list.Items[i]
+	for i := range items {
+		a := &items[i]
 		if a.Status.Phase == v1alpha1.AllocationQueued && len(a.Status.Reserved) > 0 && a.Status.ReservedAt != nil {
 			due := a.Status.ReservedAt.Add(s.Config.ReservationTimeout.Duration + time.Nanosecond)
 			if due.After(now) && (s.reservationDue.IsZero() || due.Before(s.reservationDue)) {
@@ -317,7 +324,20 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	view := jobframework.NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
 	s.progress = progress
 	s.lost = onLostNode(allocs, nodes.Items, now, s.Config.NodeLostTimeout.Duration)
-	return BuildSnapshot(now, nodes.Items, list.Items, bound, progress, view), allocs, nil
+	return BuildSnapshot(now, nodes.Items, items, bound, progress, view), allocs, nil
+}
+
+// listAllocations reads every Allocation: from the cache with the assumed writes in place,
+// or from the API server without Assumed.
+func (s *Scheduler) listAllocations(ctx context.Context) ([]v1alpha1.Allocation, error) {
+	if s.Assumed != nil {
+		return s.Assumed.List(ctx, s.Client, s.Reader)
+	}
+	var list v1alpha1.AllocationList
+	if err := s.Reader.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 func (s *Scheduler) reservationExpired(a *v1alpha1.Allocation, now time.Time) bool {

@@ -140,6 +140,16 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAlloc)},
 		}},
 	}
+	// Every Allocation write of the process is recorded, so that the scheduler's snapshot can
+	// come from the cache and still hold them (scheduler.Assumed).
+	assumed := scheduler.NewAssumed(opts.Clock)
+	mopts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
+		c, err := client.NewWithWatch(cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		return assumed.Client(c), nil
+	}
 	if opts.SkipNameValidation {
 		mopts.Controller.SkipNameValidation = ptr.To(true)
 	}
@@ -171,6 +181,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	sch := scheduler.New(scheduler.Scheduler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
+		Assumed:  assumed,
 		Recorder: recorder,
 		Clock:    opts.Clock,
 		Config:   conf,
