@@ -19,6 +19,7 @@ type Metrics struct {
 	GPUsFree          prometheus.Gauge
 	PredictionError   prometheus.Histogram
 	CycleDuration     prometheus.Histogram
+	CycleStage        *prometheus.HistogramVec
 	RejectedDecisions prometheus.Counter
 	FencedCycles      prometheus.Counter
 	Finished          *prometheus.CounterVec
@@ -75,6 +76,11 @@ func New() *Metrics {
 			Help:    "Duration of one scheduling cycle.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
+		CycleStage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "scheduling_cycle_stage_seconds",
+			Help:    "Duration of each stage of a scheduling cycle: snapshot (reading the cluster's state), decide (the policy and validation), act (the Allocation writes).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"stage"}),
 		RejectedDecisions: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "rejected_decisions_total",
 			Help: "Scheduling cycles whose decisions failed validation and were not carried out.",
@@ -93,7 +99,7 @@ func New() *Metrics {
 // Collectors lists every collector.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.QueueLength, m.AdmissionLatency, m.WaitingTime, m.Admissions, m.Preemptions,
-		m.HandshakeDuration, m.GPUsAllocated, m.GPUsFree, m.PredictionError, m.CycleDuration, m.RejectedDecisions, m.FencedCycles, m.Finished}
+		m.HandshakeDuration, m.GPUsAllocated, m.GPUsFree, m.PredictionError, m.CycleDuration, m.CycleStage, m.RejectedDecisions, m.FencedCycles, m.Finished}
 }
 
 // Register registers the collectors with reg.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -297,5 +299,24 @@ func TestAssumedKeepsLaterWrite(t *testing.T) {
 	cached.ResourceVersion = "12"
 	if items, _ := as.overlay([]v1alpha1.Allocation{*cached}); items[0].Status.Phase != v1alpha1.AllocationQueued || as.Len() != 0 {
 		t.Errorf("the cache caught up, but the assumption is kept (%d held)", as.Len())
+	}
+}
+
+// TestCycleStagesMeasured: a cycle that admits a job observes each of its stages once.
+func TestCycleStagesMeasured(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}
+	lc := newLaggingCluster(t, node, queuedAllocation("a", 8, utiltesting.Epoch))
+	s, _ := newAssumingScheduler(t, lc, "fifo", clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour)))
+	if err := s.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"snapshot", "decide", "act"} {
+		var m dto.Metric
+		if err := s.Metrics.CycleStage.WithLabelValues(stage).(prometheus.Histogram).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if n := m.GetHistogram().GetSampleCount(); n != 1 {
+			t.Errorf("stage %s observed %d times in one cycle, want 1", stage, n)
+		}
 	}
 }

@@ -203,6 +203,7 @@ func (s *Scheduler) nextWake() time.Time {
 func (s *Scheduler) Cycle(ctx context.Context) error {
 	start := time.Now()
 	defer func() { s.Metrics.CycleDuration.Observe(time.Since(start).Seconds()) }()
+	stage := s.stageTimer(start)
 
 	// 1. Snapshot, after taking the events the controllers observed so far (their writes are
 	// in it), which the policy learns before it decides.
@@ -238,15 +239,20 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	s.observeEpochs(snap)
 
 	// 2. Decide.
+	stage("snapshot") // with the fence, the lost nodes' requeue and the events
 	d := s.Policy.Schedule(snap)
 	log.FromContext(ctx).V(1).Info("cycle", "nodes", len(snap.Nodes), "jobs", len(snap.Jobs),
 		"starts", len(d.Starts), "preemptions", len(d.Preemptions), "reservations", len(d.Reservations))
 	if len(d.Starts)+len(d.Preemptions)+len(d.Reservations) == 0 {
+		stage("decide")
+		defer stage("act")
 		return s.expireReservations(ctx, snap, allocs)
 	}
 
 	// 3. Validate.
-	if err := sched.Validate(snap, d); err != nil {
+	err = sched.Validate(snap, d)
+	stage("decide")
+	if err != nil {
 		s.Metrics.RejectedDecisions.Inc()
 		log.FromContext(ctx).Error(err, "policy decisions rejected", "policy", s.Policy.Name())
 		return nil
@@ -268,7 +274,19 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 			}
 		}
 	}
+	defer stage("act") // with the fence's commit
 	return s.act(ctx, snap, allocs, d)
+}
+
+// stageTimer returns a function that observes, for a stage of the cycle that began at
+// start, the time since the previous call (the first: since start).
+func (s *Scheduler) stageTimer(start time.Time) func(stage string) {
+	last := start
+	return func(stage string) {
+		now := time.Now()
+		s.Metrics.CycleStage.WithLabelValues(stage).Observe(now.Sub(last).Seconds())
+		last = now
+	}
 }
 
 // snapshot builds the scheduling core's snapshot and indexes the Allocations by job ID.
