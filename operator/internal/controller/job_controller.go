@@ -94,6 +94,10 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	job := r.Integration.Wrap(obj)
 	name := jobframework.AllocationName(r.Integration.GVK.Kind, obj.GetName())
+	if err := jobframework.ResolveReferences(ctx, r.Client, job); err != nil {
+		// Reading the job's runtime failed (not: it does not exist): try again.
+		return ctrl.Result{}, err
+	}
 	spec, err := r.allocationSpec(ctx, job)
 	if err != nil {
 		allocation.RecordEvent(r.Recorder, obj, nil, corev1.EventTypeWarning, "InvalidJob", "Admit", "not admitted: %v", err)

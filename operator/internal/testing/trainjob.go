@@ -81,6 +81,17 @@ func (w *TrainJobWrapper) Override(o map[string]any, targets ...string) *TrainJo
 	return w
 }
 
+// Runtime sets spec.runtimeRef: the runtime's name and kind ("" leaves the kind unset, which
+// the Trainer defaults to ClusterTrainingRuntime).
+func (w *TrainJobWrapper) Runtime(kind, name string) *TrainJobWrapper {
+	ref := map[string]any{"name": name}
+	if kind != "" {
+		ref["kind"] = kind
+	}
+	w.Object["spec"].(map[string]any)["runtimeRef"] = ref
+	return w
+}
+
 // GPUProduct selects the GPU model for the node job through a pod-spec override.
 func (w *TrainJobWrapper) GPUProduct(label, product string) *TrainJobWrapper {
 	return w.Override(map[string]any{"nodeSelector": map[string]any{label: product}}, "node")

@@ -56,19 +56,28 @@ func TestTrainJobWebhooks(t *testing.T) {
 
 	conf := &configv1.Configuration{Queues: []configv1.Queue{{Name: "default"}}}
 	conf.Default()
+	for _, kind := range []string{trainjob.ClusterTrainingRuntimeKind, trainjob.TrainingRuntimeKind} {
+		s.AddKnownTypeWithName(trainjob.GVK.GroupVersion().WithKind(kind), &unstructured.Unstructured{})
+	}
 	v := &Validator{Integration: trainjob.Integration, Decoder: admission.NewDecoder(s),
-		Client: fake.NewClientBuilder().WithScheme(s).WithObjects(node("a", 8, "A100"), node("b", 4, "H100")).Build(), Config: conf}
+		Client: fake.NewClientBuilder().WithScheme(s).WithObjects(node("a", 8, "A100"), node("b", 4, "H100"),
+			utiltesting.MakeClusterTrainingRuntime("torch").NumNodes(2).GPUs(8).Obj(),
+			utiltesting.MakeClusterTrainingRuntime("cpu").NumNodes(2).Obj(),
+			utiltesting.MakeClusterTrainingRuntime("wide").GPUs(16).Obj()).Build(), Config: conf}
 	for name, tc := range map[string]struct {
 		job  *unstructured.Unstructured
 		want []string
 	}{
-		"fits":          {job: utiltesting.MakeTrainJob("j", "ns").Nodes(4).GPUs(8).Obj()},
-		"unmanaged":     {job: utiltesting.MakeTrainJob("j", "ns").Queue("").Obj()},
-		"no numNodes":   {job: utiltesting.MakeTrainJob("j", "ns").GPUs(8).Obj(), want: []string{"spec.trainer.numNodes", "Required value"}},
-		"no GPU limit":  {job: utiltesting.MakeTrainJob("j", "ns").Nodes(1).Obj(), want: []string{"spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]", "Required value"}},
-		"fits no node":  {job: utiltesting.MakeTrainJob("j", "ns").Nodes(1).GPUs(9).Obj(), want: []string{"spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]", "fits on no node", "has 8 GPUs"}},
-		"fits no model": {job: utiltesting.MakeTrainJob("j", "ns").Nodes(1).GPUs(8).GPUProduct("nvidia.com/gpu.product", "H100").Obj(), want: []string{`model "H100"`, "has 4 GPUs"}},
-		"unknown queue": {job: utiltesting.MakeTrainJob("j", "ns").Queue("gold").Nodes(1).GPUs(8).Obj(), want: []string{"metadata.labels[pickyman.dev/queue]", `"gold"`}},
+		"fits":                       {job: utiltesting.MakeTrainJob("j", "ns").Nodes(4).GPUs(8).Obj()},
+		"unmanaged":                  {job: utiltesting.MakeTrainJob("j", "ns").Queue("").Obj()},
+		"no numNodes, no runtime":    {job: utiltesting.MakeTrainJob("j", "ns").GPUs(8).Obj(), want: []string{"spec.runtimeRef.name", "Not found", "spec.trainer.numNodes"}},
+		"no GPU limit, no runtime":   {job: utiltesting.MakeTrainJob("j", "ns").Nodes(1).Obj(), want: []string{"spec.runtimeRef.name", "Not found", "spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]"}},
+		"both from the runtime":      {job: utiltesting.MakeTrainJob("j", "ns").Runtime("", "torch").Obj()},
+		"no GPU limit anywhere":      {job: utiltesting.MakeTrainJob("j", "ns").Runtime("", "cpu").Obj(), want: []string{"spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]", "Required value", "ClusterTrainingRuntime cpu"}},
+		"the runtime's fits no node": {job: utiltesting.MakeTrainJob("j", "ns").Runtime("", "wide").Obj(), want: []string{"spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]", "fits on no node"}},
+		"fits no node":               {job: utiltesting.MakeTrainJob("j", "ns").Nodes(1).GPUs(9).Obj(), want: []string{"spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]", "fits on no node", "has 8 GPUs"}},
+		"fits no model":              {job: utiltesting.MakeTrainJob("j", "ns").Nodes(1).GPUs(8).GPUProduct("nvidia.com/gpu.product", "H100").Obj(), want: []string{`model "H100"`, "has 4 GPUs"}},
+		"unknown queue":              {job: utiltesting.MakeTrainJob("j", "ns").Queue("gold").Nodes(1).GPUs(8).Obj(), want: []string{"metadata.labels[pickyman.dev/queue]", `"gold"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			checkResponse(t, v.Handle(context.Background(), rawRequest(t, admissionv1.Create, "ns", tc.job)), tc.want)

@@ -196,6 +196,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	job := v.Integration.Wrap(obj)
+	if err := jobframework.ResolveReferences(ctx, v.Client, job); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
 	var errs field.ErrorList
 	switch req.Operation {
 	case admissionv1.Create:
@@ -209,6 +212,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 		old := v.Integration.Wrap(oldObj)
+		if err := jobframework.ResolveReferences(ctx, v.Client, old); err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
 		if !jobframework.Managed(obj) && !jobframework.Managed(oldObj) {
 			return admission.Allowed("")
 		}

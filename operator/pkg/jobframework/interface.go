@@ -1,6 +1,7 @@
 package jobframework
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -177,4 +178,22 @@ func GangShape(sets []pickymanv1.PodSet) (workers, gpusPerWorker int32, gpuModel
 		workers += s.Count
 	}
 	return workers, gpusPerWorker, gpuModel, nil
+}
+
+// References is an optional capability: a kind whose gang is partly set by objects the job
+// refers to (a TrainJob's training runtime sets its number of nodes and their GPU limit unless
+// the TrainJob sets them). ResolveReferences reads those objects through r; PodSets then takes
+// from them what the job leaves out. A referred object that does not exist is no error here:
+// PodSets names it when it needs it.
+type References interface {
+	ResolveReferences(ctx context.Context, r client.Reader) error
+}
+
+// ResolveReferences reads what job refers to, for a kind with References; it does nothing for
+// any other kind. Callers resolve a job before they read its PodSets.
+func ResolveReferences(ctx context.Context, r client.Reader, job GenericJob) error {
+	if j, ok := job.(References); ok {
+		return j.ResolveReferences(ctx, r)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package trainjob
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -26,10 +27,10 @@ import (
 // place, so that every other field, known to it or not, goes back to the API server as read.
 //
 // The gang is the trainer's "node" job: spec.trainer.numNodes pods of the GPU limit in
-// spec.trainer.resourcesPerNode. A TrainJob takes both from its TrainingRuntime unless it sets
-// them, and the adapter sees the job alone, so a PickyMan TrainJob must set both itself. The
-// dataset and model initializers, which run before the node job and ask for no GPUs, stay
-// outside the gang and go to the cluster's scheduler.
+// spec.trainer.resourcesPerNode. A TrainJob takes both from its training runtime unless it sets
+// them, as the Trainer merges them; ResolveReferences (runtime.go) reads the runtime so that
+// PodSets can do the same. The dataset and model initializers, which run before the node job
+// and ask for no GPUs, stay outside the gang and go to the cluster's scheduler.
 //
 // A TrainJob has no pod template: the runtime's templates are copied into a JobSet by the
 // trainer, and a TrainJob can change them only through spec.podSpecOverrides, which cannot set
@@ -38,12 +39,17 @@ import (
 // Allocation label, the agent's socket, the resume point); the binder then places them by
 // their completion index. On suspend the trainer suspends the JobSet, whose Jobs delete their
 // pods.
-type Job struct{ obj *unstructured.Unstructured }
+type Job struct {
+	obj *unstructured.Unstructured
+	// runtime is the training runtime's gang, once ResolveReferences has read it.
+	runtime *runtimeGang
+}
 
 var (
 	_ jobframework.GenericJob    = (*Job)(nil)
 	_ jobframework.PodSetPaths   = (*Job)(nil)
 	_ jobframework.GPULimitPaths = (*Job)(nil)
+	_ jobframework.References    = (*Job)(nil)
 )
 
 // GVK is trainer.kubeflow.org/v1alpha1 TrainJob.
@@ -146,9 +152,9 @@ func (j *Job) GPULimitPath(_, gpuResource string) *field.Path {
 
 // PodSets returns the node job: spec.trainer.numNodes pods of the GPU limit in
 // spec.trainer.resourcesPerNode, of the GPU model a pod-spec override of the node job selects
-// (nodeSelector on the product label). Both numbers must be on the TrainJob itself: the
-// runtime's are not visible here. A scheduling gate on the node job is rejected: the binder
-// cannot bind a gated pod.
+// (nodeSelector on the product label). What the TrainJob does not set comes from its training
+// runtime, which ResolveReferences must have read. A scheduling gate on the node job is
+// rejected: the binder cannot bind a gated pod.
 func (j *Job) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet, error) {
 	var spec trainJobSpec
 	if err := j.decode(&spec, "spec"); err != nil {
@@ -161,23 +167,39 @@ func (j *Job) PodSets(gpuResource, gpuProductLabel string) ([]pickymanv1.PodSet,
 	}
 	count := int32(0)
 	switch {
-	case t.NumNodes == nil:
-		errs = append(errs, field.Required(trainJobTrainerPath.Child("numNodes"),
-			"a PickyMan TrainJob sets its number of nodes itself: the runtime's is not visible to PickyMan"))
-	case *t.NumNodes < 1:
+	case t.NumNodes != nil && *t.NumNodes < 1:
 		errs = append(errs, field.Invalid(trainJobTrainerPath.Child("numNodes"), *t.NumNodes, "a PickyMan TrainJob needs at least one node"))
-	default:
+	case t.NumNodes != nil:
 		count = *t.NumNodes
-	}
-	gpus := int32(0)
-	if r := t.ResourcesPerNode; r != nil {
-		if q, ok := r.Limits[corev1.ResourceName(gpuResource)]; ok {
-			gpus = int32(q.Value())
+	default:
+		g, err := j.fromRuntime(trainJobTrainerPath.Child("numNodes"))
+		if err != nil {
+			errs = append(errs, err)
+		} else if count = g.numNodes; count < 1 {
+			errs = append(errs, field.Invalid(trainJobTrainerPath.Child("numNodes"), count,
+				fmt.Sprintf("unset, and %s %s gives the node job %d nodes: a PickyMan TrainJob needs at least one", g.kind, g.name, count)))
 		}
 	}
-	if gpus <= 0 {
-		errs = append(errs, field.Required(j.GPULimitPath(TrainJobNodePodSet, gpuResource),
-			"every node of a PickyMan TrainJob needs a GPU limit, set on the TrainJob: the runtime's is not visible to PickyMan"))
+	// The Trainer replaces the node container's resources by resourcesPerNode when that sets
+	// limits or requests; only then are the runtime's limits gone.
+	limits, own := corev1.ResourceList(nil), false
+	if r := t.ResourcesPerNode; r != nil && (r.Limits != nil || r.Requests != nil) {
+		limits, own = r.Limits, true
+	} else if g, err := j.fromRuntime(j.GPULimitPath(TrainJobNodePodSet, gpuResource)); err != nil {
+		errs = append(errs, err)
+	} else {
+		limits = g.limits
+	}
+	gpus := int32(0)
+	if q, ok := limits[corev1.ResourceName(gpuResource)]; ok {
+		gpus = int32(q.Value())
+	}
+	if gpus <= 0 && (own || j.runtime != nil && j.runtime.found) {
+		msg := "every node of a PickyMan TrainJob needs a GPU limit"
+		if !own {
+			msg += fmt.Sprintf(": neither the TrainJob nor the node container of %s %s sets one", j.runtime.kind, j.runtime.name)
+		}
+		errs = append(errs, field.Required(j.GPULimitPath(TrainJobNodePodSet, gpuResource), msg))
 	}
 	model := ""
 	for i, o := range spec.PodSpecOverrides {

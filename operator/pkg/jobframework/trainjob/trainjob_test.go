@@ -47,7 +47,7 @@ func TestTrainJobPodSets(t *testing.T) {
 		},
 		"no numNodes": {
 			job:     utiltesting.MakeTrainJob("a", "ns").GPUs(8).Obj(),
-			wantErr: []string{"spec.trainer.numNodes: Required value", "runtime's is not visible"},
+			wantErr: []string{"spec.trainer.numNodes: Required value", "unless its spec.runtimeRef names"},
 		},
 		"zero nodes": {
 			job:     utiltesting.MakeTrainJob("a", "ns").Nodes(0).GPUs(8).Obj(),
