@@ -129,7 +129,7 @@ func TestReportInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	dom := dumpDOM(t, browser, probed)
-	if bad := check(dom, 5); len(bad) > 0 {
+	if bad := check(dom, 6); len(bad) > 0 {
 		t.Errorf("report.html under the pointer:\n%s", strings.Join(bad, "\n"))
 	}
 	n := len(runs)
@@ -177,7 +177,7 @@ func TestReportInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	dom = dumpDOM(t, browser, brokenPage)
-	bad := check(dom, 5)
+	bad := check(dom, 6)
 	if m := errorsPre.FindStringSubmatch(dom); len(bad) < 2 || m == nil || !strings.Contains(m[1], "undefinedFunction") {
 		t.Errorf("a page whose script throws passed the check or its error was not recorded (%v)", bad)
 	}

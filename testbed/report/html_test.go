@@ -216,6 +216,14 @@ func TestPage(t *testing.T) {
 	for _, sec := range sections {
 		id, _, _ := strings.Cut(sec, `"`)
 		ids = append(ids, id)
+		if id == "pareto" {
+			for _, n := range res.names() {
+				if c := strings.Count(sec, `<circle class="point" data-policy="`+n+`"`); c != 1 {
+					t.Errorf("pareto plot: %d points for %s, want 1", c, n)
+				}
+			}
+			continue
+		}
 		if id == "cost" {
 			for _, n := range res.names() {
 				if c := strings.Count(sec, `<rect class="bar" data-policy="`+n+`"`); c != 2 {
@@ -250,7 +258,7 @@ func TestPage(t *testing.T) {
 			t.Errorf("%s: hover data %v, %d series: %.200s", id, err, len(h.Series), data)
 		}
 	}
-	if want := []string{"wait", "jct", "utilization", "queue", "cost"}; !cmp.Equal(ids, want) {
+	if want := []string{"wait", "jct", "utilization", "queue", "cost", "pareto"}; !cmp.Equal(ids, want) {
 		t.Errorf("plots %v, want %v", ids, want)
 	}
 	for _, bad := range []string{"http://", "https://", "<link", " src=", "@import", "url("} {

@@ -195,8 +195,8 @@ func costFigure(res *Results, names []string, styles map[string]Style) Figure {
 }
 
 // Figures renders the report's plots, one per question: how long jobs wait and take (CDFs),
-// how busy the cluster is and how long the queue is (over time), and what preemption
-// costs (per policy). Subject is drawn solid, the others dashed or dotted.
+// how busy the cluster is and how long the queue is (over time), what preemption costs
+// (per policy), and the mean wait each policy buys with those costs (the Pareto plot). Subject is drawn solid, the others dashed or dotted.
 func Figures(res *Results, runs []*metrics.Run) ([]Figure, error) {
 	names := res.names()
 	styles := Styles(names, Subject)
@@ -226,6 +226,7 @@ func Figures(res *Results, runs []*metrics.Run) ([]Figure, error) {
 				"jobs waiting", countFormat, names, styles, runs, func(pt metrics.Point) float64 { return pt.Queued })
 		},
 		func() (Figure, error) { return costFigure(res, names, styles), nil },
+		func() (Figure, error) { return paretoFigure(res, names, styles), nil },
 	}
 	for _, s := range steps {
 		if err := add(s()); err != nil {

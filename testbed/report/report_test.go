@@ -116,8 +116,8 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(page), `<svg class="plot`); n != 5 {
-		t.Errorf("report.html holds %d SVG plots, want 5", n)
+	if n := strings.Count(string(page), `<svg class="plot`); n != 6 {
+		t.Errorf("report.html holds %d SVG plots, want 6", n)
 	}
 	if strings.Contains(string(page), "http://") || strings.Contains(string(page), "https://") {
 		t.Error("report.html refers to an external resource")
@@ -140,8 +140,8 @@ func TestFiguresDegenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(figs) != 5 {
-		t.Errorf("%d figures, want 5", len(figs))
+	if len(figs) != 6 {
+		t.Errorf("%d figures, want 6", len(figs))
 	}
 	for _, f := range figs {
 		if strings.Contains(string(f.SVG), "NaN") || strings.Contains(string(f.SVG), "Inf") {
