@@ -46,6 +46,8 @@ func run(args []string, out io.Writer) error {
 	window := fs.String("window", "", "FROM:TO in hours: only jobs submitted in [FROM, TO), shifted to 0")
 	seeds := fs.String("seeds", "1", "comma-separated seeds")
 	variants := fs.String("variants", "pickyman", "space-separated variants: policy or policy|argument=value;argument=value")
+	worst := fs.Int("worst", 0, "with -pairs, also list the N jobs that wait longest under A than under B")
+	pair := fs.String("pairs", "", "A,B: after each seed's table, compare variants A and B job by job (where the mean waits differ)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,6 +87,17 @@ func run(args []string, out io.Writer) error {
 			hi, lo := classWaits(r, high)
 			fmt.Fprintf(out, "| `%s` | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %.1f | %.0f | %.0f |\n",
 				strings.ReplaceAll(names[i], "|", `\|`), s.Wait.Mean, s.Wait.P50, s.Wait.P95, s.Wait.P99, s.Makespan, s.Preemptions, s.GPUHoursLost, hi, lo)
+		}
+		if *pair != "" {
+			a, b, _ := strings.Cut(*pair, ",")
+			ia, ib := slices.Index(names, a), slices.Index(names, b)
+			if ia < 0 || ib < 0 {
+				return fmt.Errorf("-pairs %q: both must be among the variants", *pair)
+			}
+			pairs(out, a, b, runs[ia], runs[ib])
+			if *worst > 0 {
+				worstJobs(out, a, b, runs[ia], runs[ib], *worst)
+			}
 		}
 	}
 	return nil

@@ -57,6 +57,17 @@ type PickyManArgs struct {
 	Gain *float64 `json:"gain,omitempty"`
 	// QueueWait counts the waiting jobs ahead of a job in its natural wait.
 	QueueWait *bool `json:"queueWait,omitempty"`
+	// Exchange adds the exchange test to the benefit test when the queue is backlogged:
+	// a victim group also pays when its shortest predicted remaining time, less the time
+	// until its GPUs are free, exceeds Gain x the victims' costs.
+	Exchange *bool `json:"exchange,omitempty"`
+	// WaitFloor, if positive, makes the natural wait of a waiting job at least this many
+	// times the time it has already waited (0, the default: off).
+	WaitFloor *float64 `json:"waitFloor,omitempty"`
+	// HoldAfter, if positive, keeps for the first waiting job of a cycle that has waited
+	// this long and found neither GPUs nor victims the free GPUs on the nodes where it is
+	// nearest to fitting (0, the default: off).
+	HoldAfter *metav1.Duration `json:"holdAfter,omitempty"`
 	// FlatPriority treats every priority class alike.
 	FlatPriority *bool `json:"flatPriority,omitempty"`
 	// Smoothing is how the predictor smooths epoch times: median or ewma.

@@ -49,6 +49,7 @@ func ValidatePickyManArgs(a *PickyManArgs, path *field.Path) field.ErrorList {
 	}
 	nonNegative("aging", a.Aging)
 	nonNegative("gpuCostWeight", a.GPUCostWeight)
+	nonNegative("waitFloor", a.WaitFloor)
 	if a.Gain != nil && *a.Gain <= 0 {
 		errs = append(errs, field.Invalid(path.Child("gain"), *a.Gain, "must be positive"))
 	}
@@ -57,6 +58,9 @@ func ValidatePickyManArgs(a *PickyManArgs, path *field.Path) field.ErrorList {
 	}
 	if a.Refresh != nil && a.Refresh.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("refresh"), a.Refresh.Duration.String(), "must not be negative"))
+	}
+	if a.HoldAfter != nil && a.HoldAfter.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("holdAfter"), a.HoldAfter.Duration.String(), "must not be negative"))
 	}
 	if a.Promote != nil && a.Promote.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("promote"), a.Promote.Duration.String(), "must not be negative"))

@@ -173,6 +173,21 @@ func (in *PickyManArgs) DeepCopyInto(out *PickyManArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.Exchange != nil {
+		in, out := &in.Exchange, &out.Exchange
+		*out = new(bool)
+		**out = **in
+	}
+	if in.WaitFloor != nil {
+		in, out := &in.WaitFloor, &out.WaitFloor
+		*out = new(float64)
+		**out = **in
+	}
+	if in.HoldAfter != nil {
+		in, out := &in.HoldAfter, &out.HoldAfter
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.FlatPriority != nil {
 		in, out := &in.FlatPriority, &out.FlatPriority
 		*out = new(bool)

@@ -48,6 +48,9 @@ type cycle struct {
 	// jobs' GPUs per model in end order (QueueWait only).
 	ahead map[string]int64
 	freed map[string]*freed
+	// demand counts, per GPU model, the GPUs of the waiting jobs not yet reached by this
+	// cycle's loop (Exchange only; see backlogged).
+	demand map[string]int64
 	// starved holds the GPU models ("" for any) of the waiting jobs this cycle leaves
 	// without GPUs: no elastic job grows into GPUs they could use (grow).
 	starved map[string]bool
@@ -320,6 +323,16 @@ func (c *cycle) naturalWait(q *sched.Job) (time.Duration, bool) {
 		c.natural = map[shape]waitResult{}
 	}
 	c.natural[k] = waitResult{w, ok}
+	return w, ok
+}
+
+// expectedWait is the natural wait the benefit tests use for q: naturalWait, but with
+// WaitFloor at least WaitFloor x the time q has already waited (Options.WaitFloor).
+func (c *cycle) expectedWait(q waiting) (time.Duration, bool) {
+	w, ok := c.naturalWait(q.j)
+	if ok && c.opts.WaitFloor > 0 {
+		w = max(w, time.Duration(c.opts.WaitFloor*float64(q.waited)))
+	}
 	return w, ok
 }
 

@@ -78,10 +78,10 @@ func (c *cycle) divide(q waiting) bool {
 // natural wait also depends on the victims chosen later in the cycle, so the search is
 // never confined.
 func (c *cycle) onlyFinishingPays(q waiting) bool {
-	if c.opts.QueueWait {
+	if c.opts.QueueWait || c.backlogged(q.j) {
 		return false
 	}
-	natural, freesUp := c.naturalWait(q.j)
+	natural, freesUp := c.expectedWait(q)
 	return freesUp && natural.Seconds() <= c.opts.Gain*q.rem.Seconds()
 }
 
@@ -114,6 +114,8 @@ type candidates struct {
 	q     waiting
 	tq    float64
 	heads []int
+	// exchange: q's queue is backlogged and Exchange is on (exchangeEligible).
+	exchange bool
 }
 
 // candidatesFor returns the candidates for q; with finishingOnly, only those whose boundary
@@ -123,7 +125,7 @@ func (c *cycle) candidatesFor(q waiting, finishingOnly bool) *candidates {
 	if finishingOnly {
 		classes = 1
 	}
-	return &candidates{c: c, q: q, tq: q.rem.Seconds(), heads: make([]int, classes)}
+	return &candidates{c: c, q: q, tq: q.rem.Seconds(), heads: make([]int, classes), exchange: c.backlogged(q.j)}
 }
 
 // eligible: not taken, of no higher priority than q (unless FlatPriority), of q's GPU model;
@@ -132,6 +134,9 @@ func (c *cycle) candidatesFor(q waiting, finishingOnly bool) *candidates {
 func (it *candidates) eligible(v *cand) bool {
 	c, q := it.c, it.q
 	if c.opts.QueueWait && !v.finishing && float64(v.rem) <= queueVictimMargin*float64(q.rem) {
+		return false
+	}
+	if it.exchange && !exchangeEligible(v, q.rem) {
 		return false
 	}
 	return !v.taken && (c.opts.FlatPriority || v.j.Priority <= q.j.Priority) && (q.j.GPUModel == "" || v.model == q.j.GPUModel)
@@ -228,7 +233,10 @@ func (c *cycle) pays(q waiting, group []*cand) bool {
 			groupDelay = v.delay
 		}
 	}
-	natural, freesUp := c.naturalWait(q.j)
+	if c.backlogged(q.j) && c.exchangePays(group, groupDelay, costSum) {
+		return true
+	}
+	natural, freesUp := c.expectedWait(q)
 	if freesUp && c.opts.QueueWait {
 		if w, ok := c.queueWait(q.j); !ok {
 			freesUp = false

@@ -255,7 +255,7 @@ func (c *cycle) shrinkPays(q waiting, group []*shrinkCand) bool {
 		costSum += c.shrinkCost(sc.v, sc.v.j.Workers-sc.removed, tq)
 		groupDelay = max(groupDelay, sc.v.est.BoundaryDelay())
 	}
-	natural, freesUp := c.naturalWait(q.j)
+	natural, freesUp := c.expectedWait(q)
 	if !freesUp {
 		return true
 	}

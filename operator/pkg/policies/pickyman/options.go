@@ -77,6 +77,22 @@ type Options struct {
 	// lightly loaded clusters with bursts of arrivals and raises it under sustained
 	// overload (docs/policy.md).
 	QueueWait bool
+	// Exchange adds a second way for a victim group to pay when q's queue is backlogged
+	// (more GPUs of q's model are asked for by the waiting jobs than are free, without q's
+	// own): the exchange test, which counts the waiting jobs behind q. Off by default
+	// (docs/policy.md, "Why SRTF waits less").
+	Exchange bool
+	// WaitFloor, if positive, makes the natural wait a benefit test uses at least WaitFloor
+	// x the time the waiting job has already waited: the natural wait assumes that the GPUs
+	// running jobs free go to the job, and a job that has waited long past such estimates
+	// (a large gang whose nodes small jobs keep refilling) is evidence that they do not.
+	// 0 (the default): off.
+	WaitFloor float64
+	// HoldAfter, if positive, keeps for the first waiting job of a cycle that has waited at
+	// least this long and found neither free GPUs nor a victim group that pays the free
+	// GPUs on the nodes where it is nearest to fitting (hold), so that small jobs stop
+	// taking, one by one, the GPUs a large gang waits for. 0 (the default): off.
+	HoldAfter time.Duration
 	// Rigid turns elasticity off (the ablation): elastic jobs run only at the size they ask
 	// for, are never shrunk or grown, and are preempted whole like any other.
 	Rigid bool
@@ -165,6 +181,15 @@ func (o *Options) ApplyArgs(a *configv1.PickyManArgs) {
 	}
 	if a.QueueWait != nil {
 		o.QueueWait = *a.QueueWait
+	}
+	if a.Exchange != nil {
+		o.Exchange = *a.Exchange
+	}
+	if a.WaitFloor != nil {
+		o.WaitFloor = *a.WaitFloor
+	}
+	if a.HoldAfter != nil {
+		o.HoldAfter = a.HoldAfter.Duration
 	}
 	if a.FlatPriority != nil {
 		o.FlatPriority = *a.FlatPriority

@@ -109,6 +109,8 @@ type waiting struct {
 	// rem is the predicted remaining run time (T_q).
 	rem time.Duration
 	key time.Duration
+	// waited is the time the job has waited (not held GPUs) since it was submitted.
+	waited time.Duration
 }
 
 // Schedule decides one cycle (docs/policy.md, ordered division):
@@ -145,7 +147,9 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 	queue := c.order(plan.Index.Queued)
 	// 4. Start and divide.
 	considered := 0
+	held := false
 	for i, w := range queue {
+		c.addDemand(w.j, -1)
 		if c.built && c.left == 0 && plan.View.FreeGPUs("") == 0 {
 			for _, rest := range queue[i:] {
 				c.unserved(rest.j)
@@ -185,6 +189,10 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 		}
 		if !c.divide(w) {
 			c.unserved(w.j)
+			if p.opts.HoldAfter > 0 && !held && w.waited >= p.opts.HoldAfter {
+				// The first job waiting this long keeps the free GPUs nearest to its gang.
+				held = c.hold(w.j)
+			}
 			if p.opts.QueueWait {
 				if c.ahead == nil {
 					c.ahead = map[string]int64{}
@@ -272,7 +280,8 @@ func (c *cycle) order(queued []*sched.Job) []waiting {
 				}
 			}
 		}
-		out = append(out, waiting{j: j, class: class, rem: rem, key: key})
+		out = append(out, waiting{j: j, class: class, rem: rem, key: key, waited: waited})
+		c.addDemand(j, 1)
 	}
 	slices.SortFunc(out, func(a, b waiting) int {
 		if !c.opts.FlatPriority {
