@@ -57,10 +57,15 @@ type PickyManArgs struct {
 	Gain *float64 `json:"gain,omitempty"`
 	// QueueWait counts the waiting jobs ahead of a job in its natural wait.
 	QueueWait *bool `json:"queueWait,omitempty"`
-	// Exchange adds the exchange test to the benefit test when the queue is backlogged:
-	// a victim group also pays when its shortest predicted remaining time, less the time
-	// until its GPUs are free, exceeds Gain x the victims' costs.
-	Exchange *bool `json:"exchange,omitempty"`
+	// Exchange, if positive, adds the exchange test to the benefit test when the queue is
+	// backlogged: a victim group also pays when its shortest predicted remaining time,
+	// less the time until its GPUs are free, exceeds Gain x the victims' costs; victims
+	// must be predicted to run more than Exchange x the waiting job's remaining time (0,
+	// the default: off).
+	Exchange *float64 `json:"exchange,omitempty"`
+	// BudgetEvery, if positive, raises a job's preemption budget (protection's
+	// maxPreemptions) by one for every BudgetEvery it has run (0, the default: off).
+	BudgetEvery *metav1.Duration `json:"budgetEvery,omitempty"`
 	// WaitFloor, if positive, makes the natural wait of a waiting job at least this many
 	// times the time it has already waited (0, the default: off).
 	WaitFloor *float64 `json:"waitFloor,omitempty"`

@@ -50,6 +50,7 @@ func ValidatePickyManArgs(a *PickyManArgs, path *field.Path) field.ErrorList {
 	nonNegative("aging", a.Aging)
 	nonNegative("gpuCostWeight", a.GPUCostWeight)
 	nonNegative("waitFloor", a.WaitFloor)
+	nonNegative("exchange", a.Exchange)
 	if a.Gain != nil && *a.Gain <= 0 {
 		errs = append(errs, field.Invalid(path.Child("gain"), *a.Gain, "must be positive"))
 	}
@@ -58,6 +59,9 @@ func ValidatePickyManArgs(a *PickyManArgs, path *field.Path) field.ErrorList {
 	}
 	if a.Refresh != nil && a.Refresh.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("refresh"), a.Refresh.Duration.String(), "must not be negative"))
+	}
+	if a.BudgetEvery != nil && a.BudgetEvery.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("budgetEvery"), a.BudgetEvery.Duration.String(), "must not be negative"))
 	}
 	if a.HoldAfter != nil && a.HoldAfter.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("holdAfter"), a.HoldAfter.Duration.String(), "must not be negative"))

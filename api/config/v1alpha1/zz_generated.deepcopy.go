@@ -175,7 +175,12 @@ func (in *PickyManArgs) DeepCopyInto(out *PickyManArgs) {
 	}
 	if in.Exchange != nil {
 		in, out := &in.Exchange, &out.Exchange
-		*out = new(bool)
+		*out = new(float64)
+		**out = **in
+	}
+	if in.BudgetEvery != nil {
+		in, out := &in.BudgetEvery, &out.BudgetEvery
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.WaitFloor != nil {

@@ -2,6 +2,7 @@ package pickyman
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -51,6 +52,9 @@ type cycle struct {
 	// demand counts, per GPU model, the GPUs of the waiting jobs not yet reached by this
 	// cycle's loop (Exchange only; see backlogged).
 	demand map[string]int64
+	// noGroup: the last divide searched every candidate (not only those ending at their
+	// boundary) and found no group that frees a placement (HoldAfter).
+	noGroup bool
 	// starved holds the GPU models ("" for any) of the waiting jobs this cycle leaves
 	// without GPUs: no elastic job grows into GPUs they could use (grow).
 	starved map[string]bool
@@ -208,7 +212,7 @@ func (c *cycle) build() {
 	for _, j := range running {
 		rem, epoch := c.predict(j)
 		c.run = append(c.run, ending{j, rem})
-		if c.plan.Preempted(j.ID) || j.Preemptions >= c.opts.Budget {
+		if c.plan.Preempted(j.ID) || j.Preemptions >= c.budget(j) {
 			continue
 		}
 		if until := j.LastStart.Add(c.opts.Protect); c.now.Before(until) {
@@ -294,6 +298,16 @@ func (c *cycle) build() {
 		c.classes = append(c.classes, l)
 	}
 	b.classes = c.classes
+}
+
+// budget is the number of preemptions after which j is protected: Budget, plus one for
+// every BudgetEvery j has run (Options.BudgetEvery).
+func (c *cycle) budget(j *sched.Job) int32 {
+	b := c.opts.Budget
+	if c.opts.BudgetEvery > 0 {
+		b += int32(min(ranFor(j)/c.opts.BudgetEvery, math.MaxInt32-time.Duration(b)))
+	}
+	return b
 }
 
 // byEnd orders running jobs by predicted remaining time, then ID.

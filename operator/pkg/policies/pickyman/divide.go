@@ -31,10 +31,12 @@ import (
 // as far as the searches read it) and each q merges the classes: a search costs
 // O(victims scanned x classes), not a sort of all running jobs.
 func (c *cycle) divide(q waiting) bool {
+	c.noGroup = false
 	if !c.built {
 		c.build()
 	}
 	if len(c.cands) == 0 {
+		c.noGroup = true
 		return false
 	}
 	finishingOnly := c.onlyFinishingPays(q)
@@ -45,6 +47,7 @@ func (c *cycle) divide(q waiting) bool {
 	}
 	order, picked, victims, placement, ok, exhausted := c.searchVictims(q, finishingOnly)
 	if !ok || len(victims) == 0 {
+		c.noGroup = !finishingOnly && !ok
 		if finishingOnly && !ok && exhausted {
 			c.failed = append(c.failed, failure{model: q.j.GPUModel, per: q.j.GPUsPerWorker, workers: q.j.Workers, priority: q.j.Priority})
 		}
@@ -136,7 +139,7 @@ func (it *candidates) eligible(v *cand) bool {
 	if c.opts.QueueWait && !v.finishing && float64(v.rem) <= queueVictimMargin*float64(q.rem) {
 		return false
 	}
-	if it.exchange && !exchangeEligible(v, q.rem) {
+	if it.exchange && !c.exchangeEligible(v, q.rem) {
 		return false
 	}
 	return !v.taken && (c.opts.FlatPriority || v.j.Priority <= q.j.Priority) && (q.j.GPUModel == "" || v.model == q.j.GPUModel)

@@ -19,15 +19,17 @@ import (
 // shortest-remaining-time-first), so under a backlog a group also pays when its shortest
 // predicted remaining time, less the time until its GPUs are free, exceeds Gain x the
 // victims' costs (T_q plus each victim's overhead, as in the benefit test). Victims are
-// then only those predicted to run longer than T_q plus their overhead and suspend delay
-// (or that end at their boundary), so that the cheapest group found is one the exchange
-// can pay for.
+// then only those predicted to run longer than Exchange x T_q plus their overhead and
+// suspend delay (or that end at their boundary), so that the cheapest group found is one
+// the exchange can pay for. A margin above 1 allows for T_q's error: before a job has run,
+// T_q is mostly the queue's median run time, and run times are heavy-tailed, so a job
+// predicted at the median runs much longer on average.
 
 // addDemand counts the GPUs of a waiting job in c.demand (per GPU model, "" for jobs that
 // take any); sign -1 takes a job out once the cycle's loop has reached it, so that during
 // its victim search the demand is the queue behind it.
 func (c *cycle) addDemand(j *sched.Job, sign int64) {
-	if !c.opts.Exchange {
+	if c.opts.Exchange <= 0 {
 		return
 	}
 	if c.demand == nil {
@@ -39,7 +41,7 @@ func (c *cycle) addDemand(j *sched.Job, sign int64) {
 // backlogged reports whether the waiting jobs behind q in this cycle's order ask for more
 // GPUs that q could use than are free now: the GPUs q leaves to others would not idle.
 func (c *cycle) backlogged(q *sched.Job) bool {
-	if !c.opts.Exchange {
+	if c.opts.Exchange <= 0 {
 		return false
 	}
 	var behind int64
@@ -54,10 +56,10 @@ func (c *cycle) backlogged(q *sched.Job) bool {
 }
 
 // exchangeEligible reports whether v may be a victim of q under the exchange test: it ends
-// at its boundary, or it is predicted to run longer than T_q plus its overhead and suspend
-// delay.
-func exchangeEligible(v *cand, tq time.Duration) bool {
-	return v.finishing || v.rem-v.delay > tq+time.Duration(v.waste*float64(time.Second))
+// at its boundary, or it is predicted to run longer than Exchange x T_q plus its overhead
+// and suspend delay.
+func (c *cycle) exchangeEligible(v *cand, tq time.Duration) bool {
+	return v.finishing || v.rem-v.delay > time.Duration(c.opts.Exchange*float64(tq))+time.Duration(v.waste*float64(time.Second))
 }
 
 // exchangePays is the exchange test for group: the shortest predicted remaining time of a

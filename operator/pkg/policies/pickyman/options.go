@@ -56,6 +56,11 @@ type Options struct {
 	Protect time.Duration
 	// Budget is the most preemptions a job may suffer; a job that reached it is protected.
 	Budget int32
+	// BudgetEvery, if positive, raises a job's budget by one for every BudgetEvery it has
+	// run (attained service over its GPUs): a long job may then be preempted in proportion
+	// to its length instead of becoming a fixture after Budget preemptions, and large gangs
+	// find whole nodes to free. 0 (the default): the budget is Budget for every job.
+	BudgetEvery time.Duration
 	// GPUCostWeight weighs the GPU time a preemption wastes (resume, checkpoint write or
 	// lost work and grace period, on the victim's GPUs) against the delay of the victim,
 	// per GPU the victim frees.
@@ -77,11 +82,12 @@ type Options struct {
 	// lightly loaded clusters with bursts of arrivals and raises it under sustained
 	// overload (docs/policy.md).
 	QueueWait bool
-	// Exchange adds a second way for a victim group to pay when q's queue is backlogged
-	// (more GPUs of q's model are asked for by the waiting jobs than are free, without q's
-	// own): the exchange test, which counts the waiting jobs behind q. Off by default
-	// (docs/policy.md, "Why SRTF waits less").
-	Exchange bool
+	// Exchange, if positive, adds a second way for a victim group to pay when q's queue is
+	// backlogged (the waiting jobs behind q ask for more GPUs of q's model than are free):
+	// the exchange test, which counts the waiting jobs behind q, with victims only among
+	// the jobs predicted to run more than Exchange x T_q plus their overhead (exchange.go).
+	// 0 (the default): off (docs/policy.md, "Why SRTF waits less").
+	Exchange float64
 	// WaitFloor, if positive, makes the natural wait a benefit test uses at least WaitFloor
 	// x the time the waiting job has already waited: the natural wait assumes that the GPUs
 	// running jobs free go to the job, and a job that has waited long past such estimates
@@ -181,6 +187,9 @@ func (o *Options) ApplyArgs(a *configv1.PickyManArgs) {
 	}
 	if a.QueueWait != nil {
 		o.QueueWait = *a.QueueWait
+	}
+	if a.BudgetEvery != nil {
+		o.BudgetEvery = a.BudgetEvery.Duration
 	}
 	if a.Exchange != nil {
 		o.Exchange = *a.Exchange

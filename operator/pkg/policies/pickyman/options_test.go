@@ -35,19 +35,19 @@ func TestBacklogOptions(t *testing.T) {
 			jobs: append(running(), waitingJob("q", 1, 4, 20*m).Obj(), waitingJob("r", 1, 4, 20*m).Obj()),
 		},
 		"exchange: with r behind it, q takes long's GPUs (18 h left against q's 20 min)": {
-			opts: func(o *Options) { o.Exchange = true },
+			opts: func(o *Options) { o.Exchange = 2 },
 			jobs: append(running(), waitingJob("q", 1, 4, 20*m).Obj(), waitingJob("r", 1, 4, 20*m).Obj()),
 			want: preemptLong,
 		},
 		"exchange: with nobody behind q, the GPUs soon frees would idle: no exchange": {
-			opts: func(o *Options) { o.Exchange = true },
+			opts: func(o *Options) { o.Exchange = 2 },
 			jobs: append(running(), waitingJob("q", 1, 4, 20*m).Obj()),
 		},
 		"exchange: never a victim that ends before q would": {
-			opts: func(o *Options) { o.Exchange = true },
+			opts: func(o *Options) { o.Exchange = 2 },
 			jobs: []*sched.Job{
 				epochJob("soon", "a", 4, 5*m, 10, 7, 0).Obj(),
-				epochJob("mid", "b", 4, 5*m, 10, 5, m).Obj(), // 24 min left: less than 20 + its overhead
+				epochJob("mid", "b", 4, 5*m, 10, 4, m).Obj(), // 29 min left: less than 2 x 20 + its overhead
 				waitingJob("q", 1, 4, 20*m).Obj(), waitingJob("r", 1, 4, 20*m).Obj(),
 			},
 		},
@@ -58,6 +58,18 @@ func TestBacklogOptions(t *testing.T) {
 				Preemptions:  []sched.Preemption{{JobID: "soon", Mode: sched.SuspendBoundary, For: "q", Reason: Reason}},
 				Reservations: []sched.Reservation{{JobID: "q", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}},
 			},
+		},
+		"budget: long was preempted 4 times, the budget: protected": {
+			jobs: append(budgetJobs(), waitingJob("q", 1, 4, 20*m).Obj()),
+		},
+		"budget every hour: long has run 2 h, so its budget is 6": {
+			opts: func(o *Options) { o.BudgetEvery = h },
+			jobs: append(budgetJobs(), waitingJob("q", 1, 4, 20*m).Obj()),
+			want: preemptLong,
+		},
+		"budget every 3 hours: long has run 2 h, its budget is still 4": {
+			opts: func(o *Options) { o.BudgetEvery = 3 * h },
+			jobs: append(budgetJobs(), waitingJob("q", 1, 4, 20*m).Obj()),
 		},
 		"without hold, the small job takes the free GPUs the large one needs": {
 			jobs: holdJobs(),
@@ -89,6 +101,14 @@ func TestBacklogOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// budgetJobs: node a is full with a job of 18 h more that restarted a minute ago
+// (protected), node b with another, preempted 4 times already, that has run 2 h 5 min.
+func budgetJobs() []*sched.Job {
+	long := epochJob("long", "b", 4, time.Hour, 20, 2, 5*time.Minute).Obj()
+	long.Preemptions = 4
+	return []*sched.Job{epochJob("fresh", "a", 4, time.Hour, 20, 2, 5*time.Minute).Started(now.Add(-time.Minute)).Obj(), long}
 }
 
 // holdJobs: node a has 2 GPUs free beside a job started a minute ago (protected), node b

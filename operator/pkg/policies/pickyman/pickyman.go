@@ -189,7 +189,7 @@ func (p *Policy) Schedule(s *sched.Snapshot) sched.Decisions {
 		}
 		if !c.divide(w) {
 			c.unserved(w.j)
-			if p.opts.HoldAfter > 0 && !held && w.waited >= p.opts.HoldAfter {
+			if p.opts.HoldAfter > 0 && !held && c.noGroup && w.waited >= p.opts.HoldAfter {
 				// The first job waiting this long keeps the free GPUs nearest to its gang.
 				held = c.hold(w.j)
 			}
