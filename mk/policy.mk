@@ -54,19 +54,23 @@ results-elastic: build ## Elastic rows of docs/policy.md: half of the multi-GPU 
 	$(call policy-run,generated-elastic,--cluster 8x8 --elastic 0.5 --policies $(ELASTIC_POLICIES))
 	$(call policy-run,generated-elastic-grow2,--cluster 8x8 --elastic 0.5 --elastic-grow 2 --policies pickyman,pickyman-rigid)
 
-# The settings compared in docs/policy.md ("Settings compared"): the defaults, strict classes
-# with aging 0.5 (promote=0s;aging=0.5) and the queue-aware natural wait, next to tiresias,
-# over three seeds (the full philly.csv over one: it takes minutes per variant).
-SWEEP_VARIANTS ?= pickyman pickyman|promote=0s;aging=0.5 pickyman|queueWait=true tiresias
+# The settings compared in docs/policy.md ("Settings compared", "Why SRTF waits less"): the
+# defaults, the options that look past the waiting job alone (budgetEvery, exchange, both),
+# next to oracle srtf, tiresias and fifo, over three seeds on the contended runs. Each run
+# also writes a report per seed (its Pareto plot: mean wait against GPU-hours lost) to
+# $(POLICY_OUT)/sweep/<run>/seed-N/report.html. The full philly.csv (one seed, minutes per
+# variant) only with SWEEP_FULL=1.
+SWEEP_VARIANTS ?= pickyman pickyman|budgetEvery=1h pickyman|exchange=2 pickyman|budgetEvery=1h;exchange=2 srtf tiresias fifo
 SWEEP_SEEDS    ?= 1,2,3
+SWEEP_FULL     ?=
 SWEEP          := $(GO) run ./hack/sweep
+SWEEP_ARGS      = -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' -pairs 'pickyman,srtf'
 
 .PHONY: sweep-policy
-sweep-policy: ## Compare PickyMan settings over several seeds on the runs of docs/policy.md; output in $(POLICY_OUT)/sweep.md.
+sweep-policy: ## Compare PickyMan settings over several seeds on the contended runs of docs/policy.md; output in $(POLICY_OUT)/sweep.md and $(POLICY_OUT)/sweep/.
 	@mkdir -p $(POLICY_OUT)
-	$(SWEEP) -trace $(TRACES)/tiresias/60_job.csv -cluster 2x4 -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' > $(POLICY_OUT)/sweep.md
-	$(SWEEP) -trace $(TRACES)/philly-adaptdl/philly.csv -cluster 64x8 -window 1176:1344 -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' >> $(POLICY_OUT)/sweep.md
-	$(SWEEP) -cluster 8x8 -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' >> $(POLICY_OUT)/sweep.md
-	$(SWEEP) -trace $(OPENB)/v2023_openb_pod_list_default.csv -cluster 4x8 -seeds $(SWEEP_SEEDS) -variants '$(SWEEP_VARIANTS)' >> $(POLICY_OUT)/sweep.md
-	$(SWEEP) -trace $(TRACES)/philly-adaptdl/philly.csv -cluster 112x8 -seeds 1 -variants '$(SWEEP_VARIANTS)' >> $(POLICY_OUT)/sweep.md
-	cat $(POLICY_OUT)/sweep.md
+	$(SWEEP) -trace $(TRACES)/tiresias/60_job.csv -cluster 2x4 $(SWEEP_ARGS) -out $(POLICY_OUT)/sweep/tiresias60 > $(POLICY_OUT)/sweep.md
+	$(SWEEP) -trace $(TRACES)/philly-adaptdl/philly.csv -cluster 64x8 -window 1176:1344 $(SWEEP_ARGS) -out $(POLICY_OUT)/sweep/philly-week >> $(POLICY_OUT)/sweep.md
+	$(SWEEP) -cluster 8x8 $(SWEEP_ARGS) -out $(POLICY_OUT)/sweep/generated >> $(POLICY_OUT)/sweep.md
+	$(SWEEP) -trace $(OPENB)/v2023_openb_pod_list_default.csv -cluster 4x8 $(SWEEP_ARGS) -out $(POLICY_OUT)/sweep/openb-4x8 >> $(POLICY_OUT)/sweep.md
+	$(if $(SWEEP_FULL),$(SWEEP) -trace $(TRACES)/philly-adaptdl/philly.csv -cluster 112x8 -seeds 1 -variants '$(SWEEP_VARIANTS)' -out $(POLICY_OUT)/sweep/philly >> $(POLICY_OUT)/sweep.md)

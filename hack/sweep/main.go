@@ -4,7 +4,10 @@
 // seed replays the trace with its own synthesized fields and overhead noise (the generated
 // trace is a different trace per seed). It prints one Markdown table per seed with the
 // waiting time, makespan, preemptions, GPU-hours lost and the mean waiting time of the high
-// and the low priority class, the figures behind docs/policy.md's "Settings compared".
+// and the low priority class, then each figure's mean and range over the seeds and on how
+// many seeds each variant meets the goal of docs/policy.md (against srtf, tiresias and
+// fifo, when they are among the variants): the figures behind "Settings compared". With
+// -pairs it compares two variants job by job; with -out it writes each seed's report.
 //
 //	go run ./hack/sweep -trace ../shared/traces/tiresias/60_job.csv \
 //	    -cluster 2x4 -seeds 1,2,3 -variants 'pickyman pickyman|promote=0s;aging=0.5 tiresias'
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +32,7 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 	"github.com/pickyman/pickyman/testbed/metrics"
+	"github.com/pickyman/pickyman/testbed/report"
 	"github.com/pickyman/pickyman/testbed/sim"
 	"github.com/pickyman/pickyman/traces"
 )
@@ -47,6 +52,7 @@ func run(args []string, out io.Writer) error {
 	seeds := fs.String("seeds", "1", "comma-separated seeds")
 	variants := fs.String("variants", "pickyman", "space-separated variants: policy or policy|argument=value;argument=value")
 	worst := fs.Int("worst", 0, "with -pairs, also list the N jobs that wait longest under A than under B")
+	outDir := fs.String("out", "", "also write each seed's report (results.json, jobs.csv, report.html with the Pareto plot) to DIR/seed-N, the variants named as given")
 	pair := fs.String("pairs", "", "A,B: after each seed's table, compare variants A and B job by job (where the mean waits differ)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -56,6 +62,8 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	names := strings.Fields(*variants)
+	var seedList []int64
+	var bySeed [][]seedFigures
 	for _, s := range strings.Split(*seeds, ",") {
 		seed, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
@@ -75,6 +83,15 @@ func run(args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		for i, r := range runs {
+			r.Policy = names[i] // variants of one policy would share its name
+		}
+		if *outDir != "" {
+			meta := report.Meta{Trace: orGenerated(*trace), Cluster: *cluster, GPUs: int32(cl.GPUs()), Seed: seed, SynthesizedFields: report.Synthesized(jobs)}
+			if _, err := report.Write(filepath.Join(*outDir, fmt.Sprintf("seed-%d", seed)), meta, runs); err != nil {
+				return err
+			}
+		}
 		high := map[string]bool{}
 		for _, j := range jobs {
 			high[j.ID] = j.Priority > traces.PriorityLow
@@ -82,8 +99,11 @@ func run(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "\n%s on %s, %d jobs, seed %d. Times in seconds.\n\n", orGenerated(*trace), *cluster, len(jobs), seed)
 		fmt.Fprintln(out, "| variant | wait mean | p50 | p95 | p99 | makespan | preempt. | GPU-h lost | high: mean wait | low: mean wait |")
 		fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		seedList = append(seedList, seed)
+		bySeed = append(bySeed, make([]seedFigures, len(runs)))
 		for i, r := range runs {
 			s := metrics.Summarize(r)
+			bySeed[len(bySeed)-1][i] = figuresOf(s)
 			hi, lo := classWaits(r, high)
 			fmt.Fprintf(out, "| `%s` | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %.1f | %.0f | %.0f |\n",
 				strings.ReplaceAll(names[i], "|", `\|`), s.Wait.Mean, s.Wait.P50, s.Wait.P95, s.Wait.P99, s.Makespan, s.Preemptions, s.GPUHoursLost, hi, lo)
@@ -100,6 +120,7 @@ func run(args []string, out io.Writer) error {
 			}
 		}
 	}
+	summary(out, names, seedList, bySeed)
 	return nil
 }
 
