@@ -43,6 +43,9 @@ type Testbed struct {
 	nodes    map[string]*gpu.Fake
 	trainers map[string]*trainer // by pod UID
 	session  uint64
+	// latest holds the newest checkpoint of the pods that resume from it by themselves
+	// (AnnotationResumeLatest; resume.go).
+	latest latestCheckpoints
 }
 
 // New wires a testbed: a registry and a coordinator that acts for the served nodes.
@@ -52,7 +55,7 @@ func New(c client.Client, clk clock.WithTicker, log logr.Logger, sel labels.Sele
 	}
 	tb := &Testbed{Client: c, Clock: clk, Log: log, NodeSelector: sel, Physics: ph, TimeScale: scale, Seed: seed,
 		nodes: map[string]*gpu.Fake{}, trainers: map[string]*trainer{}}
-	tb.Coord = &coord.Coordinator{Client: c, Clock: clk, Log: log, Nodes: tb.serves, Counter: tb.counter}
+	tb.Coord = &coord.Coordinator{Client: c, Clock: clk, Log: log, Nodes: tb.serves, Counter: tb.counter, ResumeFallback: tb.latest.resume}
 	tb.Registry = api.NewRegistry(clk, tb.Coord)
 	tb.Coord.Registry = tb.Registry
 	return tb
@@ -180,6 +183,7 @@ func (tb *Testbed) SyncPods(ctx context.Context) error {
 	defer tb.mu.Unlock()
 	for uid, t := range tb.trainers {
 		if !live[uid] {
+			tb.latest.save(t)
 			tb.release(t)
 			delete(tb.trainers, uid)
 		}
@@ -235,6 +239,7 @@ func (tb *Testbed) ensureTrainer(p *corev1.Pod, now time.Time) error {
 		return err
 	}
 	_, t.clusterMember = p.Labels[rayClusterLabel]
+	t.resumeLatest = p.Annotations[AnnotationResumeLatest] == "true"
 	tb.assign(t, p)
 	tb.trainers[uid] = t
 	return nil

@@ -26,6 +26,9 @@ type trainer struct {
 	// clusterMember marks a pod of a long-lived cluster (a RayCluster's worker): it keeps
 	// running after its last epoch instead of completing.
 	clusterMember bool
+	// resumeLatest marks a pod that starts again from its newest checkpoint by itself
+	// (AnnotationResumeLatest).
+	resumeLatest bool
 	spec          Spec
 	node          string
 	gpus          []int

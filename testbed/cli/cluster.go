@@ -99,6 +99,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 		pf           poolFlags
 		noTrainingOp bool
 		noKubeRay    bool
+		kueue        bool
 		timeout      = cluster.DefaultOptions("").Timeout
 		pickyman     bool
 		operatorConf string
@@ -113,12 +114,14 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 		Example: `  pickyman cluster up --nodes 4 --gpus-per-node 8 --gpu-model A100
   pickyman cluster up --pool 4x8:A100 --pool 2x4:V100 --node-labels zone=a
   pickyman cluster up --pickyman --operator-config config/manager/operator-config.yaml --time-scale 60
-  pickyman cluster up --pickyman --pickyman-processes   # development: local processes, no real node`,
+  pickyman cluster up --pickyman --pickyman-processes   # development: local processes, no real node
+  pickyman cluster up --kueue                           # with Kueue's controller manager`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := f.options(cmd)
 			o.Timeout = timeout
 			o.TrainingOperator = !noTrainingOp
 			o.KubeRay = !noKubeRay
+			o.Kueue = kueue
 			pools, err := pf.build()
 			if err != nil {
 				return err
@@ -152,6 +155,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	}
 	pf.register(cmd)
 	cmd.Flags().BoolVar(&noTrainingOp, "no-training-operator", false, "do not install or start the training-operator")
+	cmd.Flags().BoolVar(&kueue, "kueue", false, "also install Kueue's CRDs and webhooks and start its controller manager (v0.17.0, PyTorchJob integration; needs `make tools`)")
 	cmd.Flags().BoolVar(&noKubeRay, "no-kuberay", false, "do not install KubeRay's CRDs or start its RayCluster and RayJob controllers")
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long each step may wait")
 	cmd.Flags().BoolVar(&pickyman, "pickyman", false, "also install PickyMan (its installer with the testbed overlay: the operator and the testbed agent as pods on a real node, from `make images`)")

@@ -45,6 +45,8 @@ type replayOptions struct {
 	compare   bool
 	stuck     time.Duration
 	kind      string
+	// scheduler admits the jobs: replay.SchedulerPickyMan or replay.SchedulerKueue.
+	scheduler string
 }
 
 // newReplayCommand returns `pickyman replay`: a trace on the testbed cluster (or any
@@ -52,7 +54,7 @@ type replayOptions struct {
 func newReplayCommand() *cobra.Command {
 	o := replayOptions{simulateOptions: simulateOptions{cluster: "64x8", seed: 1, out: "out/replay"},
 		name: "pickyman-replay", policy: "pickyman", timeScale: 100, compare: true, stuck: 3 * time.Minute,
-		kind: replay.KindPyTorchJob}
+		kind: replay.KindPyTorchJob, scheduler: replay.SchedulerPickyMan}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Replay a trace on a Kubernetes cluster running PickyMan and compare with the simulator",
@@ -94,6 +96,8 @@ func newReplayCommand() *cobra.Command {
 	f.DurationVar(&o.stuck, "stuck-after", o.stuck, "stop with a diagnosis when no job changed phase for this long (real time)")
 	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic PyTorchJobs (0 to 1; the simulator's choice, docs/simulator.md)")
 	f.Int32Var(&o.grow, "elastic-grow", 1, "how many times its request an elastic job may grow to (1: back to its request)")
+	f.StringVar(&o.scheduler, "scheduler", o.scheduler, "what admits the jobs: "+strings.Join(replay.Schedulers(), ", ")+
+		" (kueue: real Kueue v0.17.0 with one ClusterQueue of the cluster's GPUs, preemption withinClusterQueue LowerPriority; the simulator runs its kueue and pickyman policies beside it)")
 	f.StringVar(&o.kind, "kind", o.kind, "the kind each trace job is submitted as: "+strings.Join(replay.Kinds(), ", ")+
 		" (mixed: every second job a RayJob; RayJobs need KubeRay, which the local cluster runs)")
 	return cmd
@@ -143,11 +147,14 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	ro := replay.Options{Jobs: jobs, Name: o.name, Policy: o.policy, GPUs: gpus, TimeScale: o.timeScale, Kind: o.kind,
 		Namespace: "replay-" + time.Now().UTC().Format("20060102-150405"), Stuck: o.stuck, Progress: stderr,
 		Elastic: elastic, Seed: o.seed, MaxNode: maxNodeGPUs(size)}
+	if o.scheduler == replay.SchedulerKueue {
+		ro.Scheduler, ro.Policy, ro.KueueFlavors = o.scheduler, kueueRunName, replay.KueueFlavors(size, defaultReplayModel)
+	}
 	if local {
 		ro.Components = func() string { return componentState(opts) }
 	}
-	fmt.Fprintf(stderr, "replaying %d jobs on %s under %s at time scale %g\n", len(jobs), size, o.policy, o.timeScale)
-	run, err := replay.Run(ctx, replay.Clients{Client: c, Kube: clients.Kube}, ro)
+	fmt.Fprintf(stderr, "replaying %d jobs on %s under %s at time scale %g\n", len(jobs), size, ro.Policy, o.timeScale)
+	run, err := replay.Run(ctx, replay.Clients{Client: c, Kube: clients.Kube, Dynamic: clients.Dynamic}, ro)
 	if err != nil {
 		return err
 	}
@@ -155,6 +162,9 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	runs := []*metrics.Run{run}
 
 	// 3. The simulator on the same jobs.
+	if o.compare && o.scheduler == replay.SchedulerKueue {
+		return o.reportKueue(ctx, size, jobs, meta, run, stdout, stderr)
+	}
 	if o.compare {
 		simRun, err := o.simulateSame(ctx, size, jobs, elastic)
 		if err != nil {
@@ -221,6 +231,9 @@ func (o replayOptions) validate() error {
 	if _, err := replay.KindOf(o.kind, 0); err != nil {
 		return fmt.Errorf("--kind: %w", err)
 	}
+	if err := o.validateScheduler(); err != nil {
+		return err
+	}
 	if o.elastic < 0 || o.elastic > 1 {
 		return fmt.Errorf("--elastic %v: want a share between 0 and 1", o.elastic)
 	}
@@ -239,6 +252,7 @@ func (o replayOptions) validate() error {
 func (o replayOptions) upLocal(ctx context.Context, size traces.Cluster, jobs []traces.Job, stderr io.Writer) (opts cluster.Options, kubeconfig string, down func(), err error) {
 	opts = cluster.DefaultOptions("")
 	opts.Name, opts.Log = o.name, stderr
+	opts.Kueue = o.scheduler == replay.SchedulerKueue
 	for _, p := range size.Pools {
 		opts.Pools = append(opts.Pools, cluster.Pool{Nodes: p.Count, GPUsPerNode: int(p.GPUs), Model: cmp.Or(p.GPUModel, defaultReplayModel)})
 	}
@@ -326,7 +340,7 @@ func componentState(o cluster.Options) string {
 	var b strings.Builder
 	b.WriteString("components:\n")
 	pids := o.ClusterPids()
-	for _, c := range []string{cluster.ComponentOperator, cluster.ComponentAgent, "training-operator", "kube-apiserver", "kwok-controller"} {
+	for _, c := range []string{cluster.ComponentOperator, cluster.ComponentAgent, "training-operator", cluster.KueueComponent, "kube-apiserver", "kwok-controller"} {
 		state := "NOT RUNNING"
 		if pid := pids[c]; pid > 0 {
 			state = fmt.Sprintf("running (pid %d)", pid)

@@ -42,6 +42,12 @@ type Options struct {
 	KubeRay bool
 	// KubeRayCRDDir holds KubeRay's CRDs (copied from its module by `make tools`).
 	KubeRayCRDDir string
+	// Kueue installs Kueue's CRDs and webhooks and starts its controller manager (kueue.go;
+	// off by default: pickyman cluster up --kueue, pickyman replay --scheduler kueue).
+	Kueue bool
+	// KueueDir holds Kueue's CRDs and webhook manifests (copied from its module by `make
+	// tools`).
+	KueueDir string
 	// Timeout bounds each wait in Up.
 	Timeout time.Duration
 	// Log receives progress lines; nil discards them.
@@ -68,6 +74,7 @@ func DefaultOptions(dir string) Options {
 	}
 	o.CRDDir = filepath.Join(o.BinDir, "training-operator-crds")
 	o.KubeRayCRDDir = filepath.Join(o.BinDir, "kuberay-crds")
+	o.KueueDir = filepath.Join(o.BinDir, "kueue")
 	return o
 }
 
@@ -104,6 +111,9 @@ func (o Options) MissingBinaries() []string {
 	}
 	if o.KubeRay {
 		names = append(names, kubeRayComponent)
+	}
+	if o.Kueue {
+		names = append(names, KueueComponent)
 	}
 	var missing []string
 	for _, n := range names {

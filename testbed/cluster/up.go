@@ -56,6 +56,8 @@ func Up(ctx context.Context, o Options) (*Info, error) {
 		}},
 		// 5b. KubeRay's controllers, as a local process.
 		{"kuberay", o.KubeRay, func() error { return o.startKubeRay(ctx) }},
+		// 5c. Kueue's controller manager with its CRDs and webhooks, as a local process.
+		{"kueue", o.Kueue, func() error { return o.startKueue(ctx, c) }},
 		// 6. PickyMan: installed from its installer, or its operator and agent as local
 		// processes (DeployPickyMan).
 		{"pickyman", o.PickyMan != nil, func() error { return o.DeployPickyMan(ctx, c) }},

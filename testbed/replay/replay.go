@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,12 +58,18 @@ type Options struct {
 	Elastic sim.Elasticity
 	Seed    int64
 	MaxNode int32
+	// Scheduler admits the jobs: SchedulerPickyMan ("") or SchedulerKueue (real Kueue, with
+	// a ClusterQueue of KueueFlavors; kueue.go).
+	Scheduler    string
+	KueueFlavors []KueueFlavor
 }
 
 // Clients are what the replay talks to the cluster with (an uncached client).
 type Clients struct {
 	Client client.Client
 	Kube   kubernetes.Interface
+	// Dynamic reads Kueue's objects (replays under SchedulerKueue).
+	Dynamic dynamic.Interface
 }
 
 // StuckError is a replay that stopped making progress.
@@ -128,6 +135,9 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 	}
 	if o.Stuck <= 0 {
 		o.Stuck = 3 * time.Minute
+	}
+	if o.Scheduler == SchedulerKueue {
+		return runKueue(ctx, c, o)
 	}
 	jobs, built, err := buildJobs(o)
 	if err != nil {
@@ -369,10 +379,21 @@ func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub
 	if err := c.Client.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
 		return nil, fmt.Errorf("list Allocations: %w", err)
 	}
-	allocs := map[string]*pickymanv1.Allocation{}
+	counts := map[string]jobCounts{}
 	for i := range list.Items {
-		allocs[list.Items[i].Spec.Job.Name] = &list.Items[i]
+		a := &list.Items[i]
+		byJob[a.Spec.Job.Name] = withStatus(byJob[a.Spec.Job.Name], a)
+		counts[a.Spec.Job.Name] = jobCounts{preemptions: a.Status.Preemptions, resizes: a.Status.Resizes}
 	}
+	return assemble(o, jobs, submitted, start, byJob, counts)
+}
+
+// jobCounts are a job's preemptions and resizes as its scheduler counted them.
+type jobCounts struct{ preemptions, resizes int32 }
+
+// assemble builds the run from every job's occurrences (Started, Suspended, Finished) and
+// counts, in trace time from start.
+func assemble(o Options, jobs []traces.Job, submitted []time.Time, start time.Time, byJob map[string][]occurrence, counts map[string]jobCounts) (*metrics.Run, error) {
 	trace := func(t time.Time) time.Duration { return time.Duration(float64(t.Sub(start)) * o.TimeScale) }
 	run := &metrics.Run{Policy: o.Policy + " (cluster)", GPUs: o.GPUs}
 	type change struct {
@@ -383,7 +404,7 @@ func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub
 	var missing []string
 	for i, j := range jobs {
 		name := JobName(i)
-		occ := withStatus(byJob[name], allocs[name])
+		occ := byJob[name]
 		sort.Slice(occ, func(a, b int) bool { return occ[a].at.Before(occ[b].at) })
 		rec := metrics.JobRecord{ID: j.ID, GPUs: j.GPUs, Submit: trace(submitted[i]), Service: j.Duration}
 		var startAt time.Time
@@ -415,9 +436,7 @@ func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub
 				finished = true
 			}
 		}
-		if a := allocs[name]; a != nil {
-			rec.Preemptions, rec.Resizes = a.Status.Preemptions, a.Status.Resizes
-		}
+		rec.Preemptions, rec.Resizes = counts[name].preemptions, counts[name].resizes
 		if !finished || !started {
 			missing = append(missing, name)
 			continue

@@ -35,6 +35,10 @@ type Coordinator struct {
 	Nodes func(node string) bool
 	// OnAck, if set, is told of every acknowledgement (for metrics).
 	OnAck func(api.Pod, agentv1alpha1.CheckpointAck)
+	// ResumeFallback, if set, gives the resume point of a pod that has no resume annotation
+	// (the testbed agent: a pod whose training reloads its newest checkpoint by itself when a
+	// scheduler other than PickyMan restarts it); ok false leaves it at the start.
+	ResumeFallback func(*corev1.Pod) (rp agentv1alpha1.ResumePoint, ok bool)
 	// Counter reads a process's receive counter; nil disables traffic sampling.
 	Counter api.CounterFunc
 
@@ -83,7 +87,13 @@ func (c *Coordinator) SyncPods(ctx context.Context) ([]*corev1.Pod, error) {
 			continue
 		}
 		seen[string(p.UID)] = true
-		c.Registry.SetPod(FromPod(c.Log, p))
+		ap := FromPod(c.Log, p)
+		if _, ok := p.Annotations[agentv1alpha1.AnnotationResumeFrom]; !ok && c.ResumeFallback != nil {
+			if rp, ok := c.ResumeFallback(p); ok {
+				ap.Resume = rp
+			}
+		}
+		c.Registry.SetPod(ap)
 		out = append(out, p)
 	}
 	for _, uid := range c.Registry.PodUIDs() {
