@@ -99,6 +99,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 		pf           poolFlags
 		noTrainingOp bool
 		noKubeRay    bool
+		noTrainer    bool
 		kueue        bool
 		timeout      = cluster.DefaultOptions("").Timeout
 		pickyman     bool
@@ -121,6 +122,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 			o.Timeout = timeout
 			o.TrainingOperator = !noTrainingOp
 			o.KubeRay = !noKubeRay
+			o.Trainer = !noTrainer
 			o.Kueue = kueue
 			pools, err := pf.build()
 			if err != nil {
@@ -157,6 +159,7 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&noTrainingOp, "no-training-operator", false, "do not install or start the training-operator")
 	cmd.Flags().BoolVar(&kueue, "kueue", false, "also install Kueue's CRDs and webhooks and start its controller manager (v0.17.0, PyTorchJob integration; needs `make tools`)")
 	cmd.Flags().BoolVar(&noKubeRay, "no-kuberay", false, "do not install KubeRay's CRDs or start its RayCluster and RayJob controllers")
+	cmd.Flags().BoolVar(&noTrainer, "no-trainer", false, "do not install the CRDs of JobSet and the Kubeflow Trainer or start their controllers")
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long each step may wait")
 	cmd.Flags().BoolVar(&pickyman, "pickyman", false, "also install PickyMan (its installer with the testbed overlay: the operator and the testbed agent as pods on a real node, from `make images`)")
 	cmd.Flags().BoolVar(&processes, "pickyman-processes", false, "with --pickyman: run the operator and agent as local processes under their ServiceAccounts instead (needs `make build`; development)")

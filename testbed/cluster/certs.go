@@ -7,6 +7,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"time"
 )
 
@@ -21,8 +22,9 @@ func (c webhookCerts) Data() map[string][]byte {
 	return map[string][]byte{"ca.crt": c.CACert, "ca.key": c.CAKey, "tls.crt": c.Cert, "tls.key": c.Key}
 }
 
-// newWebhookCerts makes a CA and a certificate for dnsName, valid from now for ten years.
-func newWebhookCerts(dnsName string, now time.Time) (webhookCerts, error) {
+// newWebhookCerts makes a CA and a certificate for dnsName (and the addresses ips), valid from
+// now for ten years.
+func newWebhookCerts(dnsName string, now time.Time, ips ...net.IP) (webhookCerts, error) {
 	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return webhookCerts{}, err
@@ -48,6 +50,7 @@ func newWebhookCerts(dnsName string, now time.Time) (webhookCerts, error) {
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: dnsName},
 		DNSNames:     []string{dnsName},
+		IPAddresses:  ips,
 		NotBefore:    ca.NotBefore,
 		NotAfter:     ca.NotAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,

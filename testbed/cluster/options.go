@@ -37,6 +37,13 @@ type Options struct {
 	RealNodes int
 	// TrainingOperator starts the training-operator (default true from DefaultOptions).
 	TrainingOperator bool
+	// Trainer installs the CRDs of JobSet and the Kubeflow Trainer v2 and starts both
+	// controllers with their webhooks and a PyTorch ClusterTrainingRuntime (default true from
+	// DefaultOptions; trainer.go).
+	Trainer bool
+	// JobSetCRDDir and TrainerCRDDir hold their CRDs (copied from their modules by `make
+	// tools`).
+	JobSetCRDDir, TrainerCRDDir string
 	// KubeRay installs KubeRay's CRDs and starts its RayCluster and RayJob controllers with
 	// the testbed dashboard (default true from DefaultOptions; kuberay.go).
 	KubeRay bool
@@ -59,7 +66,7 @@ type Options struct {
 // PICKYMAN_BIN override the home and the binaries directory. Outside the repository the home
 // is $HOME/.pickyman.
 func DefaultOptions(dir string) Options {
-	o := Options{Name: DefaultName, TrainingOperator: true, KubeRay: true, Timeout: 2 * time.Minute}
+	o := Options{Name: DefaultName, TrainingOperator: true, KubeRay: true, Trainer: true, Timeout: 2 * time.Minute}
 	root, err := RepoRoot(dir)
 	if err == nil {
 		o.Home = filepath.Join(root, ".cache", "pickyman")
@@ -74,6 +81,8 @@ func DefaultOptions(dir string) Options {
 	}
 	o.CRDDir = filepath.Join(o.BinDir, "training-operator-crds")
 	o.KubeRayCRDDir = filepath.Join(o.BinDir, "kuberay-crds")
+	o.JobSetCRDDir = filepath.Join(o.BinDir, "jobset-crds")
+	o.TrainerCRDDir = filepath.Join(o.BinDir, "trainer-crds")
 	o.KueueDir = filepath.Join(o.BinDir, "kueue")
 	return o
 }
@@ -111,6 +120,9 @@ func (o Options) MissingBinaries() []string {
 	}
 	if o.KubeRay {
 		names = append(names, kubeRayComponent)
+	}
+	if o.Trainer {
+		names = append(names, JobSetComponent, TrainerComponent)
 	}
 	if o.Kueue {
 		names = append(names, KueueComponent)

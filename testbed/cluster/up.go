@@ -58,6 +58,9 @@ func Up(ctx context.Context, o Options) (*Info, error) {
 		{"kuberay", o.KubeRay, func() error { return o.startKubeRay(ctx) }},
 		// 5c. Kueue's controller manager with its CRDs and webhooks, as a local process.
 		{"kueue", o.Kueue, func() error { return o.startKueue(ctx, c) }},
+		// 5d. JobSet's and the Trainer's controllers with their CRDs and webhooks, and the
+		// PyTorch ClusterTrainingRuntime (trainer.go).
+		{"trainer", o.Trainer, func() error { return o.startTrainer(ctx, c) }},
 		// 6. PickyMan: installed from its installer, or its operator and agent as local
 		// processes (DeployPickyMan).
 		{"pickyman", o.PickyMan != nil, func() error { return o.DeployPickyMan(ctx, c) }},
