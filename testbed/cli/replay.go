@@ -60,7 +60,7 @@ func newReplayCommand() *cobra.Command {
 		Short: "Replay a trace on a Kubernetes cluster running PickyMan and compare with the simulator",
 		Long: "Bring up the local testbed cluster with the nodes of --cluster (or use the cluster of\n" +
 			"--kubeconfig, where PickyMan's operator and testbed agent already run), submit one job per\n" +
-			"trace job (a PyTorchJob, or a RayJob with --kind rayjob or mixed) at its scaled arrival\n" +
+			"trace job (a PyTorchJob; a RayJob or a TrainJob with --kind rayjob, trainjob or mixed) at its scaled arrival\n" +
 			"time, follow them to completion, read every job's timeline back from the API server, and\n" +
 			"write results.json, jobs.csv and report.html with the cluster's run and the simulator's on\n" +
 			"the same jobs and seed, plus fidelity.md with the difference.\n\n" +
@@ -99,7 +99,7 @@ func newReplayCommand() *cobra.Command {
 	f.StringVar(&o.scheduler, "scheduler", o.scheduler, "what admits the jobs: "+strings.Join(replay.Schedulers(), ", ")+
 		" (kueue: real Kueue v0.17.0 with one ClusterQueue of the cluster's GPUs, preemption withinClusterQueue LowerPriority; the simulator runs its kueue and pickyman policies beside it)")
 	f.StringVar(&o.kind, "kind", o.kind, "the kind each trace job is submitted as: "+strings.Join(replay.Kinds(), ", ")+
-		" (mixed: every second job a RayJob; RayJobs need KubeRay, which the local cluster runs)")
+		" (mixed: a PyTorchJob, a RayJob and a TrainJob in turn; RayJobs need KubeRay, TrainJobs the Kubeflow Trainer and JobSet, which the local cluster runs)")
 	return cmd
 }
 

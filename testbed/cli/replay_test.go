@@ -34,8 +34,8 @@ func TestReplayFlags(t *testing.T) {
 			wantErr: `--cluster 2x8:A10O: unknown GPU model "A10O" (known: A10, A100,`},
 		"unknown model, old flag name": {args: []string{"--nodes", "2x8:A10O"},
 			wantErr: `--cluster 2x8:A10O: unknown GPU model "A10O"`},
-		"unknown kind": {args: []string{"--kind", "trainjob"},
-			wantErr: `--kind: job kind "trainjob": want one of pytorchjob, rayjob, mixed`},
+		"unknown kind": {args: []string{"--kind", "mpijob"},
+			wantErr: `--kind: job kind "mpijob": want one of pytorchjob, rayjob, trainjob, mixed`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

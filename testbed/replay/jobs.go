@@ -96,25 +96,23 @@ func JobName(i int) string { return fmt.Sprintf("t%05d", i) }
 const (
 	KindPyTorchJob = "pytorchjob"
 	KindRayJob     = "rayjob"
-	// KindMixed alternates: even jobs (in submit order) are PyTorchJobs, odd ones RayJobs.
+	// KindMixed takes turns: in submit order a PyTorchJob, a RayJob, a TrainJob
+	// (KindTrainJob, trainjob.go), and again.
 	KindMixed = "mixed"
 )
 
 // Kinds lists the values of Options.Kind.
-func Kinds() []string { return []string{KindPyTorchJob, KindRayJob, KindMixed} }
+func Kinds() []string { return []string{KindPyTorchJob, KindRayJob, KindTrainJob, KindMixed} }
 
 // KindOf is the kind the i-th job of a replay (in submit order) is submitted as.
 func KindOf(kind string, i int) (string, error) {
 	switch kind {
 	case "", KindPyTorchJob:
 		return KindPyTorchJob, nil
-	case KindRayJob:
-		return KindRayJob, nil
+	case KindRayJob, KindTrainJob:
+		return kind, nil
 	case KindMixed:
-		if i%2 == 1 {
-			return KindRayJob, nil
-		}
-		return KindPyTorchJob, nil
+		return []string{KindPyTorchJob, KindRayJob, KindTrainJob}[i%3], nil
 	}
 	return "", fmt.Errorf("job kind %q: want one of %s", kind, strings.Join(Kinds(), ", "))
 }
@@ -131,10 +129,14 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// Build makes the job of the given kind for a trace job (BuildJob, BuildRayJob).
+// Build makes the job of the given kind for a trace job (BuildJob, BuildRayJob,
+// BuildTrainJob).
 func Build(kind string, j traces.Job, name, ns, replay string) (client.Object, error) {
-	if kind == KindRayJob {
+	switch kind {
+	case KindRayJob:
 		return BuildRayJob(j, name, ns, replay)
+	case KindTrainJob:
+		return BuildTrainJob(j, name, ns, replay)
 	}
 	return BuildJob(j, name, ns, replay)
 }

@@ -51,7 +51,8 @@ func TestKindOf(t *testing.T) {
 	}{
 		{"", []string{KindPyTorchJob, KindPyTorchJob}},
 		{KindRayJob, []string{KindRayJob, KindRayJob}},
-		{KindMixed, []string{KindPyTorchJob, KindRayJob, KindPyTorchJob}},
+		{KindTrainJob, []string{KindTrainJob, KindTrainJob}},
+		{KindMixed, []string{KindPyTorchJob, KindRayJob, KindTrainJob, KindPyTorchJob}},
 	} {
 		for i, w := range tc.want {
 			if got, err := KindOf(tc.kind, i); err != nil || got != w {
@@ -71,7 +72,7 @@ func TestSchemeKnowsEveryKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{KindPyTorchJob, KindRayJob} {
+	for _, kind := range []string{KindPyTorchJob, KindRayJob, KindTrainJob} {
 		obj, err := Build(kind, traceJob("job-1", 2, 4), "t00000", "ns", "r1")
 		if err != nil {
 			t.Fatal(err)

@@ -46,7 +46,8 @@ type Options struct {
 	Components func() string
 	// Progress receives a progress line every few seconds (nil: none).
 	Progress io.Writer
-	// Kind maps trace jobs to job kinds: KindPyTorchJob (""), KindRayJob or KindMixed.
+	// Kind maps trace jobs to job kinds: KindPyTorchJob (""), KindRayJob, KindTrainJob or
+	// KindMixed.
 	Kind string
 	// SubmitRetry is how long a submission refused for a transient reason (the API server
 	// could not reach PickyMan's webhook: the operator restarting) is retried (default 2
@@ -144,6 +145,9 @@ func Run(ctx context.Context, c Clients, o Options) (*metrics.Run, error) {
 		return nil, err
 	}
 	if err := prepare(ctx, c, o, jobs); err != nil {
+		return nil, err
+	}
+	if err := createTrainingRuntimes(ctx, c.Client, built); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -368,7 +372,7 @@ func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub
 	byJob := map[string][]occurrence{}
 	for i := range evs.Items {
 		ev := &evs.Items[i]
-		if ev.Regarding.Kind != "PyTorchJob" && ev.Regarding.Kind != "RayJob" {
+		if ev.Regarding.Kind != "PyTorchJob" && ev.Regarding.Kind != "RayJob" && ev.Regarding.Kind != "TrainJob" {
 			continue
 		}
 		for _, t := range eventTimes(ev) {
