@@ -67,10 +67,13 @@ func (e *specEnv) cleanup(ctx context.Context) {
 }
 
 // allocName is the name of the Allocation of a job of the suites: RayJobs are named "ray-...",
-// every other job is a PyTorchJob (jobframework.AllocationName).
+// TrainJobs "tj-...", every other job is a PyTorchJob (jobframework.AllocationName).
 func allocName(job string) string {
 	if strings.HasPrefix(job, "ray-") {
 		return jobframework.AllocationName("RayJob", job)
+	}
+	if strings.HasPrefix(job, "tj-") {
+		return jobframework.AllocationName("TrainJob", job)
 	}
 	return jobframework.AllocationName("PyTorchJob", job)
 }
