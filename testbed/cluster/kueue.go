@@ -254,8 +254,8 @@ func kueueStarted(log string, from int64) bool {
 		if !strings.Contains(line, "Starting workers") {
 			continue
 		}
-		workload = workload || strings.Contains(line, `"Workload"`)
-		pytorch = pytorch || strings.Contains(line, `"PyTorchJob"`)
+		workload = workload || strings.Contains(line, `"logger":"workload-reconciler"`)
+		pytorch = pytorch || strings.Contains(line, `"logger":"pytorchjob"`)
 	}
 	return workload && pytorch
 }
@@ -288,6 +288,39 @@ func applyWebhooks(ctx context.Context, c *Clients, muts []*admissionv1.Mutating
 		if err != nil {
 			return fmt.Errorf("validatingwebhookconfiguration %s: %w", v.Name, err)
 		}
+	}
+	return nil
+}
+
+// Names of Kueue's webhook configurations as the testbed installs them (KueueWebhooks).
+const (
+	KueueMutatingWebhooks   = kueueWebhookPrefix + "mutating-webhook-configuration"
+	KueueValidatingWebhooks = kueueWebhookPrefix + "validating-webhook-configuration"
+)
+
+// StartKueue installs Kueue and starts its controller manager on a running testbed cluster
+// (what Up does with Options.Kueue); it fails if bin/kueue-manager is missing.
+func (o Options) StartKueue(ctx context.Context, c *Clients) error {
+	if _, err := os.Stat(o.Binary(KueueComponent)); err != nil {
+		return fmt.Errorf("missing binary %s (run `make tools`)", o.Binary(KueueComponent))
+	}
+	return o.startKueue(ctx, c)
+}
+
+// StopKueue stops Kueue's controller manager and removes its webhook configurations, so that
+// the API server no longer calls it; its CRDs and objects stay.
+func (o Options) StopKueue(ctx context.Context, c *Clients) error {
+	if pid := readPid(o.kueuePid()); alive(pid) {
+		if err := stopPid(pid, 10*time.Second); err != nil {
+			return fmt.Errorf("stop %s: %w", KueueComponent, err)
+		}
+	}
+	api := c.Kube.AdmissionregistrationV1()
+	if err := api.MutatingWebhookConfigurations().Delete(ctx, KueueMutatingWebhooks, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := api.ValidatingWebhookConfigurations().Delete(ctx, KueueValidatingWebhooks, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

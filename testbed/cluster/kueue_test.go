@@ -83,7 +83,7 @@ func TestKueueWebhooks(t *testing.T) {
 	if len(muts) != 1 || len(vals) != 1 {
 		t.Fatalf("%d mutating, %d validating configurations", len(muts), len(vals))
 	}
-	if muts[0].Name != "kueue-mutating-webhook-configuration" || vals[0].Name != "kueue-validating-webhook-configuration" {
+	if muts[0].Name != KueueMutatingWebhooks || vals[0].Name != KueueValidatingWebhooks {
 		t.Errorf("names %s, %s", muts[0].Name, vals[0].Name)
 	}
 	type hook struct{ Name, URL, CA string }
@@ -138,8 +138,9 @@ func TestKueueConfig(t *testing.T) {
 }
 
 func TestKueueStarted(t *testing.T) {
-	workload := `{"msg":"Starting workers","controller":"workload","controllerKind":"Workload","worker count":5}`
-	pytorch := `{"msg":"Starting workers","controller":"kubeflow.org-pytorchjob","controllerKind":"PyTorchJob","worker count":1}`
+	// Kueue v0.17.0's lines, shortened.
+	workload := `{"level":"info","logger":"workload-reconciler","msg":"Starting workers","replica-role":"standalone","worker count":1}`
+	pytorch := `{"level":"info","logger":"pytorchjob","msg":"Starting workers","replica-role":"standalone","worker count":1}`
 	old := "earlier run\n" + workload + "\n" + pytorch + "\n"
 	cases := map[string]struct {
 		log  string
@@ -148,6 +149,7 @@ func TestKueueStarted(t *testing.T) {
 	}{
 		"both":            {workload + "\n" + pytorch + "\n", 0, true},
 		"workload only":   {workload + "\n", 0, false},
+		"another logger":  {strings.ReplaceAll(workload, "workload-reconciler", "multikueue-workload") + "\n" + pytorch, 0, false},
 		"an earlier run":  {old + "starting\n", int64(len(old)), false},
 		"a truncated log": {"x", 10, false},
 	}
