@@ -67,19 +67,23 @@ func kubeRayCRDs() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases"), nil
 }
 
-// trainerCRD is the TrainJob CRD of Kubeflow Trainer v2, which `make test-integration` copies
-// into bin/trainer-crds (TRAINER_CRDS) from the trainer's module: the module is not a
-// dependency of this one (its API imports JobSet).
-func trainerCRD(root string) (string, error) {
+// trainerCRDs are the TrainJob, ClusterTrainingRuntime and TrainingRuntime CRDs of Kubeflow
+// Trainer v2, which `make test-integration` copies into bin/trainer-crds (TRAINER_CRDS) from
+// the trainer's module: the module is not a dependency of this one (its API imports JobSet).
+func trainerCRDs(root string) ([]string, error) {
 	dir := os.Getenv("TRAINER_CRDS")
 	if dir == "" {
 		dir = filepath.Join(root, "bin", "trainer-crds")
 	}
-	crd := filepath.Join(dir, "trainer.kubeflow.org_trainjobs.yaml")
-	if _, err := os.Stat(crd); err != nil {
-		return "", fmt.Errorf("integration: the TrainJob CRD is missing (%v); run `make test-integration`, which fetches it", err)
+	var crds []string
+	for _, r := range []string{"trainjobs", "clustertrainingruntimes", "trainingruntimes"} {
+		crd := filepath.Join(dir, "trainer.kubeflow.org_"+r+".yaml")
+		if _, err := os.Stat(crd); err != nil {
+			return nil, fmt.Errorf("integration: a Trainer CRD is missing (%v); run `make test-integration`, which fetches it", err)
+		}
+		crds = append(crds, crd)
 	}
-	return crd, nil
+	return crds, nil
 }
 
 // verbosity is the log verbosity of the operators under test: PICKYMAN_TEST_V, default 0.
@@ -123,7 +127,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	trainJobCRD, err := trainerCRD(root)
+	trainCRDs, err := trainerCRDs(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -131,8 +135,8 @@ func run(m *testing.M) int {
 	env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(toCRDs, "kubeflow.org_pytorchjobs.yaml"),
-				filepath.Join(rayCRDs, "ray.io_rayjobs.yaml"), trainJobCRD},
+			Paths: append([]string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(toCRDs, "kubeflow.org_pytorchjobs.yaml"),
+				filepath.Join(rayCRDs, "ray.io_rayjobs.yaml")}, trainCRDs...),
 			ErrorIfPathMissing: true,
 		},
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}},

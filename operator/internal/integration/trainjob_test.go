@@ -246,9 +246,9 @@ func TestTrainJobRejected(t *testing.T) {
 		job  *unstructured.Unstructured
 		want []string
 	}{
-		"no numNodes": {
+		"no numNodes, no runtime": {
 			job:  utiltesting.MakeTrainJob("nonodes", ns).GPUs(8).Obj(),
-			want: []string{"spec.trainer.numNodes", "Required value"},
+			want: []string{"spec.runtimeRef.name", "Not found", "ClusterTrainingRuntime torch-distributed", "spec.trainer.numNodes"},
 		},
 		"no GPU limit": {
 			job:  utiltesting.MakeTrainJob("nogpu", ns).Nodes(2).GPUs(-1).Obj(),
@@ -290,5 +290,39 @@ func TestTrainJobRejected(t *testing.T) {
 	}
 	if _, err := kindAllocation("TrainJob", ns, "plain"); !apierrors.IsNotFound(err) {
 		t.Errorf("unmanaged TrainJob has an Allocation (err %v)", err)
+	}
+}
+
+// A TrainJob that leaves its gang to its runtime is admitted with the runtime's: the operator
+// reads the ClusterTrainingRuntime (or the TrainingRuntime of the job's namespace) as the
+// Trainer merges it.
+func TestTrainJobGangFromRuntime(t *testing.T) {
+	ns := newNamespace(t)
+	makeNodes(t, 8, "tjrt-a", "tjrt-b")
+	startOperator(t, testConfig("fifo"))
+	ctx := context.Background()
+	cluster := utiltesting.MakeClusterTrainingRuntime("torch-" + ns).NumNodes(2).GPUs(4).Obj()
+	team := utiltesting.MakeTrainingRuntime("team", ns).NoMLPolicy().Parallelism(3).GPUs(2).Obj()
+	for _, rt := range []*unstructured.Unstructured{cluster, team} {
+		if err := k8s.Create(ctx, rt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cluster) })
+	for name, want := range map[string]v1alpha1.PodSet{
+		"from-cluster-runtime": {Name: "node", Count: 2, GPUsPerPod: 4},
+		"from-team-runtime":    {Name: "node", Count: 3, GPUsPerPod: 2},
+	} {
+		w := utiltesting.MakeTrainJob(name, ns).Runtime("", cluster.GetName())
+		if name == "from-team-runtime" {
+			w = utiltesting.MakeTrainJob(name, ns).Runtime("TrainingRuntime", "team")
+		}
+		if err := k8s.Create(ctx, w.Obj()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		a := waitKindPhase(t, "TrainJob", ns, name, v1alpha1.AllocationAdmitted, 20*time.Second)
+		if fmt.Sprint(a.Spec.PodSets) != fmt.Sprint([]v1alpha1.PodSet{want}) {
+			t.Errorf("%s: pod sets %+v, want %+v", name, a.Spec.PodSets, want)
+		}
 	}
 }
