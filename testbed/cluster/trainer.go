@@ -61,8 +61,9 @@ var trainerWebhooks = map[string][]struct {
 	},
 }
 
-// componentPath is a file of a component in the workdir. The pid files are in kwokctl's pids/
-// directory, so that Down, which stops every process recorded there, stops them too.
+// trainerPid is the pid file of JobSet's or the Trainer's process: in kwokctl's pids/
+// directory, where Down and status read every process of the cluster (Down stops these two
+// before the control plane).
 func (o Options) trainerPid(component string) string {
 	return filepath.Join(o.Workdir(), "pids", component+".pid")
 }
