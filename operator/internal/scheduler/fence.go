@@ -149,6 +149,30 @@ func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation,
 	}
 }
 
+// MaxPromises bounds the promises one cycle carries out (a start promises GPUs on each node
+// of its placement): the fence holds a cycle's promises in one annotation, and the API
+// server refuses annotations over 256 KiB (about 2,300 promises). A cycle that decides more
+// starts carries out the first ones in the policy's order and calls the next cycle at once.
+const MaxPromises = 1000
+
+// limitStarts keeps the starts of d, in order, whose promises fit in max; it reports
+// whether it dropped any. The rest of d is kept: a start dropped leaves its job Queued, and
+// no other decision depends on it.
+func limitStarts(d sched.Decisions, max int) (sched.Decisions, bool) {
+	n := 0
+	for i, st := range d.Starts {
+		nodes := map[string]bool{}
+		for _, sl := range st.Placement {
+			nodes[sl.Node] = true
+		}
+		if n += len(nodes); n > max && i > 0 {
+			d.Starts = d.Starts[:i:i]
+			return d, true
+		}
+	}
+	return d, false
+}
+
 // promisesOf lists the GPUs decisions d promise: each start's placement, and each grow's
 // placement after it (what the job holds until its restart plus what it adds).
 func promisesOf(d sched.Decisions, allocs map[string]*v1alpha1.Allocation) []promise {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,5 +215,78 @@ func TestCountPromises(t *testing.T) {
 				t.Errorf("used %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFenceBoundsCycle: 3,000 queued one-GPU jobs and room for all of them. One cycle's
+// promises go into one annotation of the fence, which the API server refuses over 256 KiB
+// (about 2,300 promises): the cycle carries out at most MaxPromises starts, the fence
+// stays within the limit, and the next cycles admit the rest.
+func TestFenceBoundsCycle(t *testing.T) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, kftraining.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const jobs = 3000
+	var objs []client.Object
+	for i := range jobs / 8 {
+		objs = append(objs, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i)},
+			Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}},
+		})
+	}
+	for i := range jobs {
+		name := fmt.Sprintf("job-with-a-long-name-%05d", i)
+		a := &v1alpha1.Allocation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-namespace", Name: name, CreationTimestamp: metav1.NewTime(time.Unix(int64(1000+i), 0))},
+			Spec:       v1alpha1.AllocationSpec{Job: v1alpha1.JobReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: name}, Queue: "default", PodSets: []v1alpha1.PodSet{{Name: "Master", Count: 1, GPUsPerPod: 1}}},
+		}
+		a.Status.Phase = v1alpha1.AllocationQueued
+		objs = append(objs, a)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Allocation{}).Build()
+	conf := &configv1.Configuration{}
+	conf.Default()
+	pol, err := policies.ByName("fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Unix(100000, 0))
+	key := types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}
+	sc := New(Scheduler{Client: c, Reader: c, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
+		Fence: &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: "a"}})
+	ctx := context.Background()
+	admitted := func() int {
+		var list v1alpha1.AllocationList
+		if err := c.List(ctx, &list); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for i := range list.Items {
+			if list.Items[i].Status.Phase == v1alpha1.AllocationAdmitted {
+				n++
+			}
+		}
+		return n
+	}
+	for cycle := 1; admitted() < jobs; cycle++ {
+		if cycle > 10 {
+			t.Fatalf("%d of %d jobs admitted after 10 cycles", admitted(), jobs)
+		}
+		if err := sc.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := admitted(); n > cycle*MaxPromises {
+			t.Errorf("%d jobs admitted after %d cycles, want at most %d a cycle", n, cycle, MaxPromises)
+		}
+		l := &coordinationv1.Lease{}
+		if err := c.Get(ctx, key, l); err != nil {
+			t.Fatal(err)
+		}
+		if size := len(l.Annotations[annotationPromises]); size > 256<<10 {
+			t.Fatalf("cycle %d wrote %d bytes of promises into the fence; the API server refuses over 262144", cycle, size)
+		}
 	}
 }

@@ -258,6 +258,12 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		return nil
 	}
 
+	// A cycle carries out at most MaxPromises promises; the next one starts at once.
+	var limited bool
+	if d, limited = limitStarts(d, MaxPromises); limited {
+		s.wakeUp()
+	}
+
 	// 4. Act, once the fence holds this cycle's promises; if another scheduler swapped it
 	// since this cycle read it, this cycle's snapshot may miss that one's promises: decide
 	// again.
