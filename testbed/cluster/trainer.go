@@ -255,17 +255,17 @@ func TrainerRuntimeObject() *unstructured.Unstructured {
 	}}
 }
 
-// applyTrainerRuntime installs TrainerRuntimeObject (through the Trainer's webhook, which
-// must serve by now).
+// applyTrainerRuntime installs TrainerRuntimeObject through the Trainer's webhook, retrying
+// while the API server does not yet reach it.
 func (o Options) applyTrainerRuntime(ctx context.Context, c *Clients) error {
 	obj := TrainerRuntimeObject()
+	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Dynamic.Resource(clusterTrainingRuntimeGVR).Apply(ctx, TrainerRuntime, obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
-		return err == nil, nil
+		_, last = c.Dynamic.Resource(clusterTrainingRuntimeGVR).Apply(ctx, TrainerRuntime, obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+		return last == nil, nil
 	})
 	if err != nil {
-		_, aerr := c.Dynamic.Resource(clusterTrainingRuntimeGVR).Apply(ctx, TrainerRuntime, obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
-		return fmt.Errorf("clustertrainingruntime %s: %w (%v)", TrainerRuntime, err, aerr)
+		return fmt.Errorf("clustertrainingruntime %s: %w (last: %v)", TrainerRuntime, err, last)
 	}
 	return nil
 }
