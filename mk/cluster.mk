@@ -41,7 +41,7 @@ TOOL_BINS  := $(addprefix $(BIN)/,$(TOOL_NAMES))
 ##@ Testbed cluster
 
 .PHONY: tools
-tools: $(TOOL_BINS) ## Build the control plane, the real nodes' kubelet and kube-proxy, kwok, training-operator, KubeRay's controllers and controller-gen into bin/, with the Trainer's CRDs (only what is missing or stale).
+tools: $(TOOL_BINS) ## Build the control plane, the real nodes' kubelet and kube-proxy, kwok, training-operator, KubeRay's controllers, Kueue's controller manager and controller-gen into bin/, with the Trainer's CRDs (only what is missing or stale).
 
 # One stamp per binary holds the version it was built at. The stamp is rewritten only when the
 # wanted version changes, so the binary is rebuilt only then, or when its tools module changes.
