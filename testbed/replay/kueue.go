@@ -138,7 +138,9 @@ func KueueObjects(jobs []traces.Job, ns string, flavors []KueueFlavor) []*unstru
 // ForKueue turns a replay's PyTorchJob into one that Kueue admits: the LocalQueue and the
 // WorkloadPriorityClass of its trace priority instead of the PickyMan queue, created
 // suspended (as Kueue's webhook would make it), and its pods resuming from the newest
-// checkpoint they wrote (AnnotationResumeLatest).
+// checkpoint they wrote (AnnotationResumeLatest). The pods carry no PriorityClass: Kueue
+// admits by quota and leaves placement to kube-scheduler, whose own priority preemption
+// would otherwise delete a lower-priority job's pods behind Kueue's back.
 func ForKueue(obj client.Object, priority int32) (client.Object, error) {
 	pj, ok := obj.(*kftraining.PyTorchJob)
 	if !ok {
@@ -157,6 +159,7 @@ func ForKueue(obj client.Object, priority int32) (client.Object, error) {
 			r.Template.Annotations = map[string]string{}
 		}
 		r.Template.Annotations[AnnotationResumeLatest] = "true"
+		r.Template.Spec.PriorityClassName = ""
 	}
 	return pj, nil
 }

@@ -91,6 +91,9 @@ func TestForKueue(t *testing.T) {
 		if r.Template.Annotations[AnnotationResumeLatest] != "true" {
 			t.Errorf("%s: pods do not resume from their newest checkpoint", rt)
 		}
+		if pc := r.Template.Spec.PriorityClassName; pc != "" {
+			t.Errorf("%s: pods of PriorityClass %s: kube-scheduler could preempt them", rt, pc)
+		}
 	}
 	obj, err = ForKueue(pj, 0)
 	if err != nil {
