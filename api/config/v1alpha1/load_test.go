@@ -79,8 +79,8 @@ func TestParse(t *testing.T) {
 		"client connection defaults": {
 			in: "",
 			check: func(t *testing.T, c *Configuration) {
-				if c.ClientConnection.QPS != 50 || c.ClientConnection.Burst != 100 || c.WriteConcurrency != 8 {
-					t.Errorf("client connection %+v, write concurrency %d; want 50/100, 8", c.ClientConnection, c.WriteConcurrency)
+				if c.ClientConnection.QPS != 100 || c.ClientConnection.Burst != 200 || c.WriteConcurrency != 8 {
+					t.Errorf("client connection %+v, write concurrency %d; want 100/200, 8", c.ClientConnection, c.WriteConcurrency)
 				}
 			},
 		},

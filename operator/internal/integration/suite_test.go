@@ -224,7 +224,7 @@ func (o *operator) stop() {
 
 // newNamespace creates a namespace for one test and cleans up its objects (and the given
 // nodes) at the end: envtest runs no garbage collector or namespace controller.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := fmt.Sprintf("it-%d", nsN.Add(1))
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
