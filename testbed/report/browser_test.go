@@ -90,8 +90,14 @@ func TestReportInBrowser(t *testing.T) {
 	if _, err := Write(dir, meta, runs); err != nil {
 		t.Fatal(err)
 	}
+	res := Build(meta, runs)
+	figs, err := Figures(res, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plots := len(figs) // every figure is a plot the script sets up
 	page := filepath.Join(dir, "report.html")
-	if bad := check(dumpDOM(t, browser, page), 5); len(bad) > 0 {
+	if bad := check(dumpDOM(t, browser, page), plots); len(bad) > 0 {
 		t.Errorf("report.html in %s:\n%s", browser, strings.Join(bad, "\n"))
 	}
 
@@ -129,18 +135,13 @@ func TestReportInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	dom := dumpDOM(t, browser, probed)
-	if bad := check(dom, 6); len(bad) > 0 {
+	if bad := check(dom, plots); len(bad) > 0 {
 		t.Errorf("report.html under the pointer:\n%s", strings.Join(bad, "\n"))
 	}
 	n := len(runs)
 	// Four line plots, each a row per policy; after hiding one, a row less in the first
 	// and its line hidden in each of the four. With every policy but the last hidden, the
 	// plots over time fit their y axis to the last one's values.
-	res := Build(meta, runs)
-	figs, err := Figures(res, runs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var fitted []string
 	for _, f := range figs {
 		if f.ID != "utilization" && f.ID != "queue" {
@@ -177,7 +178,7 @@ func TestReportInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	dom = dumpDOM(t, browser, brokenPage)
-	bad := check(dom, 6)
+	bad := check(dom, plots)
 	if m := errorsPre.FindStringSubmatch(dom); len(bad) < 2 || m == nil || !strings.Contains(m[1], "undefinedFunction") {
 		t.Errorf("a page whose script throws passed the check or its error was not recorded (%v)", bad)
 	}
