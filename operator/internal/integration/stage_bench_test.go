@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,12 +17,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/pickyman/pickyman/e2e/util"
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
@@ -275,30 +277,21 @@ func histogramOf(b *testing.B, h prometheus.Histogram) *dto.Histogram {
 	return out.GetHistogram()
 }
 
-// quantile is the q-quantile of the observations in h that are not in before, interpolated
-// linearly within a bucket as Prometheus's histogram_quantile does.
+// quantile is the q-quantile of the observations in h that are not in before, as
+// Prometheus's histogram_quantile computes it (util.Histogram).
 func quantile(q float64, h, before *dto.Histogram) float64 {
-	type bucket struct{ upper, count float64 }
-	var bs []bucket
-	for i, bk := range h.GetBucket() {
-		bs = append(bs, bucket{bk.GetUpperBound(), float64(bk.GetCumulativeCount() - before.GetBucket()[i].GetCumulativeCount())})
+	delta := &dto.Histogram{SampleCount: proto.Uint64(h.GetSampleCount() - before.GetSampleCount())}
+	for i, b := range h.GetBucket() {
+		delta.Bucket = append(delta.Bucket, &dto.Bucket{
+			UpperBound:      proto.Float64(b.GetUpperBound()),
+			CumulativeCount: proto.Uint64(b.GetCumulativeCount() - before.GetBucket()[i].GetCumulativeCount()),
+		})
 	}
-	bs = append(bs, bucket{math.Inf(1), float64(h.GetSampleCount() - before.GetSampleCount())})
-	sort.Slice(bs, func(i, j int) bool { return bs[i].upper < bs[j].upper })
-	total := bs[len(bs)-1].count
-	if total == 0 {
+	delta.Bucket = append(delta.Bucket, &dto.Bucket{UpperBound: proto.Float64(math.Inf(1)), CumulativeCount: delta.SampleCount})
+	var sum util.Histogram
+	sum.Add(&dto.MetricFamily{Metric: []*dto.Metric{{Histogram: delta}}})
+	if sum.Count == 0 {
 		return 0
 	}
-	rank := q * total
-	lower, prev := 0.0, 0.0
-	for _, bk := range bs {
-		if bk.count >= rank {
-			if math.IsInf(bk.upper, 1) {
-				return lower
-			}
-			return lower + (bk.upper-lower)*(rank-prev)/(bk.count-prev)
-		}
-		lower, prev = bk.upper, bk.count
-	}
-	return lower
+	return sum.Quantile(q)
 }
