@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,8 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
@@ -140,6 +143,8 @@ type GPUWatcher struct {
 	// preempting is when each Allocation (namespace/name) was first seen Preempting, per
 	// preemption number.
 	preempting map[string]map[int32]time.Time
+	// progressSeen are the times the agent's progress report of some pod was seen to change.
+	progressSeen []time.Time
 	// live and maxLive count, per job (namespace/job name), the pods that exist and have not
 	// ended, now and at most.
 	live, maxLive map[string]int
@@ -170,7 +175,9 @@ type podGPUs struct {
 
 // WatchGPUs starts a watcher until ctx ends. Nodes are read at the start and on every pod
 // event for a node not seen before; an Allocation on a node not yet seen is checked once the
-// node is.
+// node is. Pods and Allocations are followed by informers, which list again and carry on
+// after their watch ends (the API server restarted): nothing that changed meanwhile is missed,
+// though changes made while the watch was down arrive as one.
 func WatchGPUs(ctx context.Context, kube kubernetes.Interface, c client.WithWatch) (*GPUWatcher, error) {
 	w := &GPUWatcher{capacity: map[string]int64{}, pods: map[string]podGPUs{}, allocs: map[string]map[string]int64{},
 		history: map[string]*PodRecord{}, preempting: map[string]map[int32]time.Time{},
@@ -183,43 +190,56 @@ func WatchGPUs(ctx context.Context, kube kubernetes.Interface, c client.WithWatc
 		q := n.Status.Allocatable[cluster.GPUResource]
 		w.capacity[n.Name] = q.Value()
 	}
-	pw, err := kube.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
-	if err != nil {
+	pods := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return kube.CoreV1().Pods("").List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return kube.CoreV1().Pods("").Watch(ctx, o)
+		},
+	}, &corev1.Pod{}, 0, cache.Indexers{})
+	allocs := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := &pickymanv1.AllocationList{}
+			return l, c.List(ctx, l, &client.ListOptions{Raw: &o})
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, &pickymanv1.AllocationList{}, &client.ListOptions{Raw: &o})
+		},
+	}, &pickymanv1.Allocation{}, 0, cache.Indexers{})
+	if _, err := pods.AddEventHandler(handler(func(t watch.EventType, p *corev1.Pod) { w.pod(ctx, kube, t, p) })); err != nil {
 		return nil, err
 	}
-	var allocs pickymanv1.AllocationList
-	aw, err := c.Watch(ctx, &allocs)
-	if err != nil {
-		pw.Stop()
+	if _, err := allocs.AddEventHandler(handler(w.alloc)); err != nil {
 		return nil, err
 	}
-	go func() {
-		defer pw.Stop()
-		defer aw.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-pw.ResultChan():
-				if !ok {
-					w.fail("pod watch closed")
-					return
-				}
-				if p, ok := ev.Object.(*corev1.Pod); ok {
-					w.pod(ctx, kube, ev.Type, p)
-				}
-			case ev, ok := <-aw.ResultChan():
-				if !ok {
-					w.fail("allocation watch closed")
-					return
-				}
-				if a, ok := ev.Object.(*pickymanv1.Allocation); ok {
-					w.alloc(ev.Type, a)
-				}
-			}
-		}
-	}()
+	go pods.RunWithContext(ctx)
+	go allocs.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, allocs.HasSynced) {
+		return nil, fmt.Errorf("watch pods and Allocations: %w", ctx.Err())
+	}
 	return w, nil
+}
+
+// handler turns an informer's notifications about objects of type T into watch events; an
+// object deleted while the watch was down arrives as its last known state.
+func handler[T runtime.Object](fn func(watch.EventType, T)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { call(fn, watch.Added, obj) },
+		UpdateFunc: func(_, obj any) { call(fn, watch.Modified, obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			call(fn, watch.Deleted, obj)
+		},
+	}
+}
+
+func call[T runtime.Object](fn func(watch.EventType, T), t watch.EventType, obj any) {
+	if o, ok := obj.(T); ok {
+		fn(t, o)
+	}
 }
 
 func (w *GPUWatcher) fail(msg string) {
@@ -378,6 +398,9 @@ func (w *GPUWatcher) record(p *corev1.Pod) {
 		if r.FirstProgress == nil {
 			r.FirstProgress = pr
 		}
+		if r.Progress == nil || *r.Progress != *pr {
+			w.progressSeen = append(w.progressSeen, time.Now())
+		}
 		r.Progress = pr
 	}
 	if p.DeletionTimestamp != nil && r.DeletingSeen.IsZero() {
@@ -399,6 +422,20 @@ func (w *GPUWatcher) History(ns, job string) []PodRecord {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out
+}
+
+// ProgressAfter is the first time after t that the agent's progress report of any pod was
+// seen to change (zero if none has since).
+func (w *GPUWatcher) ProgressAfter(t time.Time) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(w.progressSeen, t, func(a, b time.Time) int { return a.Compare(b) })
+	for ; i < len(w.progressSeen); i++ {
+		if w.progressSeen[i].After(t) {
+			return w.progressSeen[i]
+		}
+	}
+	return time.Time{}
 }
 
 // PreemptingSeen is when the watcher first saw the Allocation Preempting for its n-th

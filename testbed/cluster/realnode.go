@@ -1334,6 +1334,7 @@ func (o Options) StopRealNodes(ctx context.Context) error {
 			break
 		}
 	}
+	o.healPartitions()
 	if out, _ := run("ip", "route", "show", "type", "unreachable", RealNodeServiceCIDR); strings.Contains(out, RealNodeServiceCIDR) {
 		_, _ = run("ip", "route", "del", "unreachable", RealNodeServiceCIDR)
 	}

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,6 +97,16 @@ func (e *StuckError) Error() string {
 	return b.String()
 }
 
+// Transient says whether a later attempt of a request that failed with err may succeed: a
+// webhook that could not be called, a server timeout or overload, or the API server itself
+// unreachable (restarting: the connection refused, reset or cut short).
+func Transient(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // createRetrying creates obj; an error that a later attempt may not meet (a webhook that could
 // not be called, a server timeout or overload) is retried with backoff for up to retry (2
 // minutes if zero). A job that exists already is created.
@@ -110,9 +121,7 @@ func createRetrying(ctx context.Context, c client.Client, obj client.Object, ret
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return nil
 		}
-		transient := apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) ||
-			apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
-		if !transient || time.Now().Add(wait).After(deadline) {
+		if !Transient(err) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
 		if attempt == 1 && progress != nil {
@@ -243,12 +252,16 @@ func (s *submitter) state() (int, error) {
 	return s.n, s.err
 }
 
-// follow polls the Allocations every 2 s, prints the progress, and returns when every job
+// followInterval is how often follow polls.
+var followInterval = 2 * time.Second
+
+// follow polls the Allocations every followInterval, prints the progress, and returns when every job
 // was submitted and finished; it fails when submitting failed, or when nothing changed for
 // o.Stuck after the last submission.
 func follow(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub *submitter, start time.Time) error {
 	lastChange, lastKey := time.Now(), ""
-	tick := time.NewTicker(2 * time.Second)
+	var unreachable time.Time // since when the API server has not answered; zero when it has
+	tick := time.NewTicker(followInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -262,8 +275,25 @@ func follow(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub *s
 		}
 		var list pickymanv1.AllocationList
 		if err := c.Client.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
-			return fmt.Errorf("list Allocations: %w", err)
+			// An API server that restarts is waited for as long as a replay may stand still.
+			if !Transient(err) {
+				return fmt.Errorf("list Allocations: %w", err)
+			}
+			if unreachable.IsZero() {
+				unreachable = time.Now()
+				if o.Progress != nil {
+					fmt.Fprintf(o.Progress, "replay %s: API server unreachable (%v); waiting up to %v\n", o.Name, err, o.Stuck)
+				}
+			}
+			if time.Since(unreachable) > o.Stuck {
+				return fmt.Errorf("list Allocations: the API server has not answered for %v: %w", time.Since(unreachable).Round(time.Second), err)
+			}
+			continue
 		}
+		if !unreachable.IsZero() && o.Progress != nil {
+			fmt.Fprintf(o.Progress, "replay %s: API server answers again after %v\n", o.Name, time.Since(unreachable).Round(100*time.Millisecond))
+		}
+		unreachable = time.Time{}
 		count := map[pickymanv1.AllocationPhase]int{}
 		for _, a := range list.Items {
 			count[a.Status.Phase]++

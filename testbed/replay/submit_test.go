@@ -4,16 +4,26 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	pickymanv1 "github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/traces"
 )
 
 // TestSubmissionRetriesTransientRefusals: a job refused because the API server could not call
@@ -25,6 +35,10 @@ func TestSubmissionRetriesTransientRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	webhookDown := apierrors.NewInternalError(errors.New(`failed calling webhook "mpytorchjob.pickyman.dev": connect: connection refused`))
+	// The API server itself restarting: the connection is refused or cut.
+	apiDown := &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/apis/kubeflow.org/v1/namespaces/ns/pytorchjobs",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	apiReset := &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/", Err: io.ErrUnexpectedEOF}
 	denied := apierrors.NewForbidden(schema.GroupResource{Group: "kubeflow.org", Resource: "pytorchjobs"}, "j", errors.New("unknown queue"))
 	for name, tc := range map[string]struct {
 		refusals  int
@@ -34,6 +48,8 @@ func TestSubmissionRetriesTransientRefusals(t *testing.T) {
 		wantErr   bool
 	}{
 		"webhook down twice":    {refusals: 2, err: webhookDown, retry: time.Minute, wantCalls: 3},
+		"API server restarting": {refusals: 3, err: apiDown, retry: time.Minute, wantCalls: 4},
+		"API server cut":        {refusals: 1, err: apiReset, retry: time.Minute, wantCalls: 2},
 		"denied":                {refusals: 1, err: denied, retry: time.Minute, wantCalls: 1, wantErr: true},
 		"webhook down for good": {refusals: 1000, err: webhookDown, retry: time.Second, wantErr: true},
 	} {
@@ -65,6 +81,64 @@ func TestSubmissionRetriesTransientRefusals(t *testing.T) {
 				if tc.refusals > 0 && !bytes.Contains(log.Bytes(), []byte("retrying")) {
 					t.Errorf("no progress line about the retry: %q", log.String())
 				}
+			}
+		})
+	}
+}
+
+// TestFollowWaitsForTheAPIServer: the replay's follower outlasts an API server that restarts
+// (its lists refused for a while) and says so; one that stays away longer than Stuck fails the
+// replay naming why; any other error fails it at once.
+func TestFollowWaitsForTheAPIServer(t *testing.T) {
+	followInterval = 10 * time.Millisecond
+	t.Cleanup(func() { followInterval = 2 * time.Second })
+	s := runtime.NewScheme()
+	if err := pickymanv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	apiDown := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/apis/pickyman.dev/v1alpha1/namespaces/ns/allocations",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	for name, tc := range map[string]struct {
+		failures int
+		err      error
+		stuck    time.Duration
+		wantErr  string
+	}{
+		"restarted":     {failures: 5, err: apiDown, stuck: time.Minute},
+		"gone for good": {failures: 1 << 30, err: apiDown, stuck: 200 * time.Millisecond, wantErr: "has not answered for"},
+		"forbidden":     {failures: 1, err: apierrors.NewForbidden(schema.GroupResource{Resource: "allocations"}, "", errors.New("no")), stuck: time.Minute, wantErr: "forbidden"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := &pickymanv1.Allocation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pytorchjob-t00000"}}
+			a.Status.Phase = pickymanv1.AllocationFinished
+			lists := 0
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(a).WithInterceptorFuncs(interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					lists++
+					if lists <= tc.failures {
+						return tc.err
+					}
+					return c.List(ctx, list, opts...)
+				},
+			}).Build()
+			sub := newSubmitter(1)
+			sub.n = 1
+			var log bytes.Buffer
+			o := Options{Name: "r", Namespace: "ns", Stuck: tc.stuck, TimeScale: 60, Progress: &log}
+			err := follow(context.Background(), Clients{Client: c}, o, []traces.Job{traceJob("a", 1, 1)}, sub, time.Now())
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("follow: %v\n%s", err, log.String())
+				}
+				for _, want := range []string{"API server unreachable", "API server answers again", "1 finished"} {
+					if !strings.Contains(log.String(), want) {
+						t.Errorf("progress lacks %q:\n%s", want, log.String())
+					}
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("follow: %v, want an error with %q", err, tc.wantErr)
 			}
 		})
 	}
