@@ -301,10 +301,14 @@ func crashOperator(ctx context.Context, when string) {
 		leader, err := suite.opts.OperatorLeader(ctx, suite.clients)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		ginkgo.By(fmt.Sprintf("killing the leader pod %s %s", leader, when))
+		killed := time.Now()
 		gomega.Expect(cluster.KillOperatorPod(ctx, suite.clients, leader)).To(gomega.Succeed())
 		ginkgo.By("the other replica takes the lease over and continues the handshake")
 		gomega.Eventually(func() (string, error) { return suite.opts.OperatorLeader(ctx, suite.clients) }).
 			WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).ShouldNot(gomega.Or(gomega.BeEmpty(), gomega.Equal(leader)))
+		line := fmt.Sprintf("leader pod %s killed %s; the other replica holds the lease %v later", leader, when, time.Since(killed).Round(100*time.Millisecond))
+		ginkgo.AddReportEntry("leader killed", line)
+		fmt.Fprintln(ginkgo.GinkgoWriter, line)
 		return
 	}
 	ginkgo.By("killing the operator (SIGKILL) " + when)

@@ -4,12 +4,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/pickyman/pickyman/e2e/util"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
@@ -111,7 +113,11 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		}, ginkgo.SpecTimeout(6*time.Minute))
 	}
 
-	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while the operator, the agent and the training-operator are killed at random moments", func(ctx context.Context) {
+	// chaosReplay replays the jobs under pickyman while inject breaks the cluster beside it, and
+	// checks what every chaos spec checks: every job finished, none ran twice at once, no node
+	// was promised more GPUs than it has. inject gets the replay's start time and a count of
+	// the submissions the API server refused (each retried until accepted).
+	chaosReplay := func(ctx context.Context, name string, inject func(ctx context.Context, w *util.GPUWatcher, refused *util.LineCounter) error) {
 		conf := replay.OperatorConfig("pickyman", jobs, timeScale)
 		suite.opts.PickyMan.Config = conf
 		gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, false)).To(gomega.Succeed())
@@ -120,49 +126,17 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		defer cancel()
 		watcher, err := util.WatchGPUs(wctx, suite.clients.Kube, suite.watchClient)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		refused := util.NewLineCounter(ginkgo.GinkgoWriter, "refused (")
 
-		seed := uint64(time.Now().UnixNano())
-		rng := rand.New(rand.NewPCG(seed, 1))
-		kills := []string{cluster.ComponentOperator, cluster.ComponentOperator, cluster.ComponentAgent, cluster.ComponentAgent,
-			cluster.ComponentTrainingOperator}
-		rng.Shuffle(len(kills), func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
-		fmt.Fprintf(ginkgo.GinkgoWriter, "chaos seed %d: kills in order %v\n", seed, kills)
 		chaos := make(chan error, 1)
 		go func() {
 			defer ginkgo.GinkgoRecover()
-			chaos <- func() error {
-				for _, c := range kills {
-					select {
-					case <-ctx.Done():
-						return ctx.Err()
-					case <-time.After(time.Duration(3+rng.IntN(10)) * time.Second):
-					}
-					fmt.Fprintf(ginkgo.GinkgoWriter, "%s: SIGKILL %s\n", time.Now().Format(time.TimeOnly), c)
-					if err := suite.opts.StopComponent(c, true); err != nil {
-						return err
-					}
-					time.Sleep(time.Duration(1+rng.IntN(3)) * time.Second)
-					var err error
-					switch c {
-					case cluster.ComponentOperator:
-						err = suite.opts.StartOperator(ctx, suite.clients)
-					case cluster.ComponentTrainingOperator:
-						err = suite.opts.StartTrainingOperator(ctx)
-					default:
-						err = suite.opts.StartAgent(ctx)
-					}
-					if err != nil {
-						return fmt.Errorf("restart %s: %w", c, err)
-					}
-				}
-				return nil
-			}()
+			chaos <- inject(ctx, watcher, refused)
 		}()
-
-		ns := "e2e-chaos-" + suite.runID
+		ns := "e2e-" + name + "-" + suite.runID
 		run, err := replay.Run(ctx, replay.Clients{Client: suite.client, Kube: suite.clients.Kube}, replay.Options{
-			Jobs: jobs, Name: "e2e-chaos", Policy: "pickyman", GPUs: nodes * gpusPerNode, TimeScale: timeScale,
-			Namespace: ns, Stuck: 3 * time.Minute, Progress: ginkgo.GinkgoWriter,
+			Jobs: jobs, Name: "e2e-" + name, Policy: "pickyman", GPUs: nodes * gpusPerNode, TimeScale: timeScale,
+			Namespace: ns, Stuck: 3 * time.Minute, Progress: refused,
 			Components: func() string { return fmt.Sprint(suite.opts.ClusterPids()) },
 		})
 		gomega.Expect(<-chaos).To(gomega.Succeed())
@@ -173,5 +147,148 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 				"job %s had more live pods at once than its %d workers", replay.JobName(i), j.Workers)
 		}
 		expectNoOverCommit(watcher)
+	}
+	// report records one measured line of a chaos spec (docs/reliability.md quotes them).
+	report := func(name, format string, args ...any) {
+		line := fmt.Sprintf(format, args...)
+		ginkgo.AddReportEntry(name, line)
+		fmt.Fprintf(ginkgo.GinkgoWriter, "%s: %s\n", time.Now().Format(time.TimeOnly), line)
+	}
+	// after waits d, or returns the context's error.
+	after := func(ctx context.Context, d time.Duration) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+			return nil
+		}
+	}
+
+	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while the operator, the agent and the training-operator are killed at random moments", func(ctx context.Context) {
+		seed := uint64(time.Now().UnixNano())
+		rng := rand.New(rand.NewPCG(seed, 1))
+		kills := []string{cluster.ComponentOperator, cluster.ComponentOperator, cluster.ComponentAgent, cluster.ComponentAgent,
+			cluster.ComponentTrainingOperator}
+		rng.Shuffle(len(kills), func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
+		fmt.Fprintf(ginkgo.GinkgoWriter, "chaos seed %d: kills in order %v\n", seed, kills)
+		chaosReplay(ctx, "chaos", func(ctx context.Context, _ *util.GPUWatcher, _ *util.LineCounter) error {
+			for _, c := range kills {
+				if err := after(ctx, time.Duration(3+rng.IntN(10))*time.Second); err != nil {
+					return err
+				}
+				fmt.Fprintf(ginkgo.GinkgoWriter, "%s: SIGKILL %s\n", time.Now().Format(time.TimeOnly), c)
+				if err := suite.opts.StopComponent(c, true); err != nil {
+					return err
+				}
+				time.Sleep(time.Duration(1+rng.IntN(3)) * time.Second)
+				var err error
+				switch c {
+				case cluster.ComponentOperator:
+					err = suite.opts.StartOperator(ctx, suite.clients)
+				case cluster.ComponentTrainingOperator:
+					err = suite.opts.StartTrainingOperator(ctx)
+				default:
+					err = suite.opts.StartAgent(ctx)
+				}
+				if err != nil {
+					return fmt.Errorf("restart %s: %w", c, err)
+				}
+			}
+			return nil
+		})
+	}, ginkgo.SpecTimeout(8*time.Minute))
+
+	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while etcd and the API server are killed and restarted twice", func(ctx context.Context) {
+		chaosReplay(ctx, "apiserver", func(ctx context.Context, w *util.GPUWatcher, _ *util.LineCounter) error {
+			// The first while jobs are still being submitted, the second while the queue drains.
+			for i, at := range []time.Duration{8 * time.Second, 40 * time.Second} {
+				if err := after(ctx, at); err != nil {
+					return err
+				}
+				fmt.Fprintf(ginkgo.GinkgoWriter, "%s: SIGKILL etcd and kube-apiserver\n", time.Now().Format(time.TimeOnly))
+				out, err := suite.opts.RestartControlPlane(ctx, suite.clients, 2*time.Second, 15*time.Second)
+				if err != nil {
+					return err
+				}
+				report(fmt.Sprintf("control plane restart %d", i+1), "etcd and the API server killed, down %v until ready; started again after exiting: %v; first progress report %v after the API server was ready",
+					out.Down.Round(100*time.Millisecond), out.Revived, sinceOrNever(w.ProgressAfter(out.Ready), out.Ready))
+			}
+			return nil
+		})
+	}, ginkgo.SpecTimeout(8*time.Minute))
+
+	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while the webhook is down during the submissions and the agent is cut off from the API server", func(ctx context.Context) {
+		if !suite.opts.PickyMan.Installed {
+			ginkgo.Skip("the partition cuts off the agent's pod on a real node: it needs the installed product (PICKYMAN_E2E_PROCESSES unset)")
+		}
+		chaosReplay(ctx, "partition", func(ctx context.Context, w *util.GPUWatcher, refused *util.LineCounter) error {
+			// Jobs arrive one a second for 12 s: the webhook goes down 2 s in, with every
+			// operator replica, for 8 s.
+			if err := after(ctx, 2*time.Second); err != nil {
+				return err
+			}
+			down := time.Now()
+			if err := suite.opts.StopComponent(cluster.ComponentOperator, false); err != nil {
+				return err
+			}
+			if err := after(ctx, 8*time.Second); err != nil {
+				return err
+			}
+			restart := time.Now()
+			if err := suite.opts.StartOperator(ctx, suite.clients); err != nil {
+				return err
+			}
+			report("webhook down", "operator (webhook and scheduler) down %v, ready again %v after its restart; %d submissions refused and retried",
+				time.Since(down).Round(100*time.Millisecond), time.Since(restart).Round(100*time.Millisecond), refused.Count())
+			if refused.Count() == 0 {
+				return fmt.Errorf("no submission was refused while the webhook was down: the fault did not happen")
+			}
+
+			if err := after(ctx, 10*time.Second); err != nil {
+				return err
+			}
+			pods, err := cluster.RunningPods(ctx, suite.clients, cluster.ComponentAgent)
+			if err != nil {
+				return err
+			}
+			if len(pods) != 1 {
+				return fmt.Errorf("%d running agent pods, want 1", len(pods))
+			}
+			fmt.Fprintf(ginkgo.GinkgoWriter, "%s: partition %s (%s) from the API server\n", time.Now().Format(time.TimeOnly), pods[0].Name, pods[0].Status.PodIP)
+			heal, err := suite.opts.Partition(pods[0].Status.PodIP)
+			if err != nil {
+				return err
+			}
+			cut := time.Now()
+			waitErr := after(ctx, 20*time.Second)
+			// No progress report can reach the API server through the partition.
+			during := w.ProgressAfter(cut.Add(2 * time.Second))
+			healErr := heal()
+			healed := time.Now()
+			if err := errors.Join(waitErr, healErr); err != nil {
+				return err
+			}
+			if !during.IsZero() && during.Before(healed) {
+				return fmt.Errorf("a progress report arrived %v into the partition: the agent was not cut off", during.Sub(cut))
+			}
+			var first time.Time
+			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				first = w.ProgressAfter(healed)
+				return !first.IsZero(), nil
+			}); err != nil {
+				return fmt.Errorf("no progress report within a minute of the partition's end: %w", err)
+			}
+			report("agent partitioned", "testbed agent pod cut off from the API server for %v; its first progress report %v after the partition ended",
+				healed.Sub(cut).Round(100*time.Millisecond), first.Sub(healed).Round(100*time.Millisecond))
+			return nil
+		})
 	}, ginkgo.SpecTimeout(8*time.Minute))
 })
+
+// sinceOrNever is the time from t0 to t, or "never" when t is zero.
+func sinceOrNever(t, t0 time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Sub(t0).Round(100 * time.Millisecond).String()
+}

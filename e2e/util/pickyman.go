@@ -1,9 +1,11 @@
 package util
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -451,4 +453,32 @@ func (w *GPUWatcher) Violations() ([]string, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.violations...), w.events
+}
+
+// LineCounter passes what is written to it on to w and counts the writes that contain
+// substr (a replay's progress writes one line at a time).
+type LineCounter struct {
+	w      io.Writer
+	substr []byte
+	mu     sync.Mutex
+	n      int
+}
+
+// NewLineCounter counts the lines with substr written through it to w.
+func NewLineCounter(w io.Writer, substr string) *LineCounter {
+	return &LineCounter{w: w, substr: []byte(substr)}
+}
+
+func (c *LineCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.n += bytes.Count(p, c.substr)
+	c.mu.Unlock()
+	return c.w.Write(p)
+}
+
+// Count is how many times substr was written.
+func (c *LineCounter) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
