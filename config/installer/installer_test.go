@@ -2,12 +2,14 @@ package installer
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -306,4 +308,69 @@ func operatorSecret(t *testing.T, op *unstructured.Unstructured) string {
 		}
 	}
 	return secret
+}
+
+// TestInstallNamespaceReachesEveryReference: an install into another namespace (config/default's
+// `namespace:` changed) names that namespace everywhere, the texts included: the agent's
+// admission policies hold the service accounts of that namespace, and PickyMan's webhooks
+// leave that namespace alone. Nothing names pickyman-system any more.
+func TestInstallNamespaceReachesEveryReference(t *testing.T) {
+	const ns = "ml-platform"
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "config")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	k := filepath.Join(dir, "default", "kustomization.yaml")
+	data, err := os.ReadFile(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(data), "\nnamespace: pickyman-system\n", "\nnamespace: "+ns+"\n", 1)
+	if changed == string(data) {
+		t.Fatal("config/default/kustomization.yaml has no `namespace: pickyman-system` line")
+	}
+	if err := os.WriteFile(k, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(Options{Kustomization: filepath.Join(dir, "default"), Operator: testOperatorImage, Agent: testAgentImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policies, webhooks int
+	for _, o := range objs {
+		text, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(text), "pickyman-system") {
+			t.Errorf("%s %s still names pickyman-system:\n%s", o.GetKind(), o.GetName(), text)
+		}
+		switch o.GetKind() {
+		case "ValidatingAdmissionPolicy":
+			policies++
+			// Each policy names the agent; the annotations policy the operator too.
+			want := []string{"system:serviceaccount:" + ns + ":pickyman-agent"}
+			if o.GetName() == "pickyman-agent-annotations" {
+				want = append(want, "system:serviceaccount:"+ns+":pickyman-operator")
+			}
+			for _, w := range want {
+				if !strings.Contains(string(text), w) {
+					t.Errorf("policy %s does not name %s:\n%s", o.GetName(), w, text)
+				}
+			}
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+			for _, h := range hooks {
+				webhooks++
+				values := fmt.Sprint(h.(map[string]any)["namespaceSelector"])
+				if !strings.Contains(values, ns) {
+					t.Errorf("webhook %v does not leave %s alone: namespaceSelector %s", h.(map[string]any)["name"], ns, values)
+				}
+			}
+		}
+	}
+	if policies != 3 || webhooks == 0 {
+		t.Errorf("%d admission policies and %d webhooks rendered, want 3 and some", policies, webhooks)
+	}
 }
