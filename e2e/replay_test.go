@@ -222,13 +222,13 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 			ginkgo.Skip("the partition cuts off the agent's pod on a real node: it needs the installed product (PICKYMAN_E2E_PROCESSES unset)")
 		}
 		chaosReplay(ctx, "partition", func(ctx context.Context, w *util.GPUWatcher, refused *util.LineCounter) error {
-			// Jobs arrive one a second for 12 s: the webhook goes down 2 s in, with every
-			// operator replica, for 8 s.
-			if err := after(ctx, 2*time.Second); err != nil {
+			// Jobs arrive one a second for 12 s: 1 s in, every operator replica is killed
+			// (the webhook goes with them) and kept down for 8 s.
+			if err := after(ctx, time.Second); err != nil {
 				return err
 			}
 			down := time.Now()
-			if err := suite.opts.StopComponent(cluster.ComponentOperator, false); err != nil {
+			if err := suite.opts.StopComponent(cluster.ComponentOperator, true); err != nil {
 				return err
 			}
 			if err := after(ctx, 8*time.Second); err != nil {

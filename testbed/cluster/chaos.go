@@ -118,8 +118,9 @@ func (p *localProcess) start() error {
 
 // Outage is what RestartControlPlane did.
 type Outage struct {
-	// Down is from the kill until the API server was ready again.
-	Down time.Duration
+	// Down is from the kill until the API server was ready again, at Ready.
+	Down  time.Duration
+	Ready time.Time
 	// Revived are the other processes of the cluster that exited because of the outage (a
 	// controller that could not renew its leader lease exits) and were started again.
 	Revived []string
@@ -176,7 +177,8 @@ func (o Options) RestartControlPlane(ctx context.Context, c *Clients, down, sett
 		return Outage{}, fmt.Errorf("the API server is not ready again after %v: %w\n%s", o.Timeout, err,
 			tail(readFile(procs["kube-apiserver"].Log), 20))
 	}
-	out := Outage{Down: time.Since(killed)}
+	out := Outage{Ready: time.Now()}
+	out.Down = out.Ready.Sub(killed)
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, settle, true, func(context.Context) (bool, error) {
 		for name, p := range procs {
 			if slices.Contains(ControlPlaneProcesses, name) || alive(p.Pid) {
