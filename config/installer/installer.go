@@ -120,7 +120,7 @@ func Render(o Options) ([]byte, error) {
 // name@sha256:...).
 func imageEntry(name, ref string) (string, error) {
 	if i := strings.Index(ref, "@"); i > 0 {
-		return fmt.Sprintf("- name: %s\n  newName: %s\n  digest: %s\n", name, ref[:i], ref[i+1:]), nil
+		return fmt.Sprintf("- name: %q\n  newName: %q\n  digest: %q\n", name, ref[:i], ref[i+1:]), nil
 	}
 	// The tag is after the last colon that follows the last slash (a registry may have a port).
 	slash := strings.LastIndex(ref, "/")
@@ -128,5 +128,6 @@ func imageEntry(name, ref string) (string, error) {
 	if colon <= slash {
 		return "", fmt.Errorf("image %q: no tag or digest", ref)
 	}
-	return fmt.Sprintf("- name: %s\n  newName: %s\n  newTag: %s\n", name, ref[:colon], ref[colon+1:]), nil
+	// Quoted: YAML would read a tag such as 5896011 (a commit hash of digits) as a number.
+	return fmt.Sprintf("- name: %q\n  newName: %q\n  newTag: %q\n", name, ref[:colon], ref[colon+1:]), nil
 }

@@ -273,9 +273,9 @@ func TestCertManagerOverlay(t *testing.T) {
 
 func TestImageEntry(t *testing.T) {
 	cases := map[string]struct{ ref, want, err string }{
-		"tag":           {ref: "ghcr.io/a/b:v1", want: "- name: x\n  newName: ghcr.io/a/b\n  newTag: v1\n"},
-		"registry port": {ref: "localhost:5000/b:dev", want: "- name: x\n  newName: localhost:5000/b\n  newTag: dev\n"},
-		"digest":        {ref: "b@sha256:ab", want: "- name: x\n  newName: b\n  digest: sha256:ab\n"},
+		"tag":           {ref: "ghcr.io/a/b:v1", want: "- name: \"x\"\n  newName: \"ghcr.io/a/b\"\n  newTag: \"v1\"\n"},
+		"registry port": {ref: "localhost:5000/b:dev", want: "- name: \"x\"\n  newName: \"localhost:5000/b\"\n  newTag: \"dev\"\n"},
+		"digest":        {ref: "b@sha256:ab", want: "- name: \"x\"\n  newName: \"b\"\n  digest: \"sha256:ab\"\n"},
 		"no tag":        {ref: "localhost:5000/b", err: "no tag or digest"},
 	}
 	for name, tc := range cases {
@@ -372,5 +372,33 @@ func TestInstallNamespaceReachesEveryReference(t *testing.T) {
 	}
 	if policies != 3 || webhooks == 0 {
 		t.Errorf("%d admission policies and %d webhooks rendered, want 3 and some", policies, webhooks)
+	}
+}
+
+// TestImageTagsThatReadAsNumbers: a tag that YAML would read as a number (a commit hash of
+// digits only, or of digits around one "e") installs that exact image; it was refused with
+// "cannot unmarshal number into Go struct field Image.images.newTag".
+func TestImageTagsThatReadAsNumbers(t *testing.T) {
+	for _, tag := range []string{"5896011", "1234e56", "0x1F", "true"} {
+		ref := "ghcr.io/pickyman/pickyman-operator:" + tag
+		objs, err := Objects(Options{Kustomization: filepath.Join("..", "..", "config", "default"), Operator: ref, Agent: testAgentImage})
+		if err != nil {
+			t.Fatalf("tag %s: %v", tag, err)
+		}
+		found := false
+		for _, o := range objs {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			for _, c := range containers(podSpec(t, o)) {
+				found = true
+				if c["image"] != ref {
+					t.Errorf("tag %s: the operator runs %v, want %s", tag, c["image"], ref)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("tag %s: no operator container rendered", tag)
+		}
 	}
 }
