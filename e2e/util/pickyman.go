@@ -17,11 +17,11 @@ import (
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
@@ -145,6 +145,8 @@ type GPUWatcher struct {
 	// preempting is when each Allocation (namespace/name) was first seen Preempting, per
 	// preemption number.
 	preempting map[string]map[int32]time.Time
+	// podObjs is the last state seen of every pod that exists, for a relist that misses it.
+	podObjs map[string]*corev1.Pod
 	// progressSeen are the times the agent's progress report of some pod was seen to change.
 	progressSeen []time.Time
 	// live and maxLive count, per job (namespace/job name), the pods that exist and have not
@@ -177,13 +179,12 @@ type podGPUs struct {
 
 // WatchGPUs starts a watcher until ctx ends. Nodes are read at the start and on every pod
 // event for a node not seen before; an Allocation on a node not yet seen is checked once the
-// node is. Pods and Allocations are followed by informers, which list again and carry on
-// after their watch ends (the API server restarted): nothing that changed meanwhile is missed,
-// though changes made while the watch was down arrive as one.
+// node is. Pods and Allocations are each listed, then watched from the list's resource
+// version; when a watch ends (the API server restarted) they are listed again and the list
+// replaces what was known at once, before any node is checked, so that a relist is judged as
+// the one consistent state it is.
 func WatchGPUs(ctx context.Context, kube kubernetes.Interface, c client.WithWatch) (*GPUWatcher, error) {
-	w := &GPUWatcher{capacity: map[string]int64{}, pods: map[string]podGPUs{}, allocs: map[string]map[string]int64{},
-		history: map[string]*PodRecord{}, preempting: map[string]map[int32]time.Time{},
-		live: map[string]int{}, maxLive: map[string]int{}}
+	w := newGPUWatcher()
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -192,55 +193,135 @@ func WatchGPUs(ctx context.Context, kube kubernetes.Interface, c client.WithWatc
 		q := n.Status.Allocatable[cluster.GPUResource]
 		w.capacity[n.Name] = q.Value()
 	}
-	pods := cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return kube.CoreV1().Pods("").List(ctx, o)
+	pods := lister[*corev1.Pod]{
+		list: func(ctx context.Context) ([]*corev1.Pod, string, error) {
+			l, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]*corev1.Pod, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.ResourceVersion, nil
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return kube.CoreV1().Pods("").Watch(ctx, o)
+		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
+			return kube.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		},
-	}, &corev1.Pod{}, 0, cache.Indexers{})
-	allocs := cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		snapshot: func(items []*corev1.Pod) { w.podSnapshot(ctx, kube, items) },
+		event:    func(t watch.EventType, p *corev1.Pod) { w.pod(ctx, kube, t, p) },
+	}
+	allocs := lister[*pickymanv1.Allocation]{
+		list: func(ctx context.Context) ([]*pickymanv1.Allocation, string, error) {
 			l := &pickymanv1.AllocationList{}
-			return l, c.List(ctx, l, &client.ListOptions{Raw: &o})
+			if err := c.List(ctx, l); err != nil {
+				return nil, "", err
+			}
+			out := make([]*pickymanv1.Allocation, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, l.ResourceVersion, nil
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, &pickymanv1.AllocationList{}, &client.ListOptions{Raw: &o})
+		watch: func(ctx context.Context, rv string) (watch.Interface, error) {
+			return c.Watch(ctx, &pickymanv1.AllocationList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 		},
-	}, &pickymanv1.Allocation{}, 0, cache.Indexers{})
-	if _, err := pods.AddEventHandler(handler(func(t watch.EventType, p *corev1.Pod) { w.pod(ctx, kube, t, p) })); err != nil {
+		snapshot: w.allocSnapshot,
+		event:    w.alloc,
+	}
+	// The first lists are the caller's: an error there is returned.
+	podRV, err := pods.relist(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := allocs.AddEventHandler(handler(w.alloc)); err != nil {
+	allocRV, err := allocs.relist(ctx)
+	if err != nil {
 		return nil, err
 	}
-	go pods.RunWithContext(ctx)
-	go allocs.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, allocs.HasSynced) {
-		return nil, fmt.Errorf("watch pods and Allocations: %w", ctx.Err())
-	}
+	go pods.run(ctx, podRV)
+	go allocs.run(ctx, allocRV)
 	return w, nil
 }
 
-// handler turns an informer's notifications about objects of type T into watch events; an
-// object deleted while the watch was down arrives as its last known state.
-func handler[T runtime.Object](fn func(watch.EventType, T)) cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { call(fn, watch.Added, obj) },
-		UpdateFunc: func(_, obj any) { call(fn, watch.Modified, obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
+func newGPUWatcher() *GPUWatcher {
+	return &GPUWatcher{capacity: map[string]int64{}, pods: map[string]podGPUs{}, allocs: map[string]map[string]int64{},
+		history: map[string]*PodRecord{}, preempting: map[string]map[int32]time.Time{},
+		live: map[string]int{}, maxLive: map[string]int{}, podObjs: map[string]*corev1.Pod{}}
+}
+
+// lister lists and watches one kind of object for the watcher.
+type lister[T runtime.Object] struct {
+	list     func(context.Context) ([]T, string, error)
+	watch    func(context.Context, string) (watch.Interface, error)
+	snapshot func([]T)
+	event    func(watch.EventType, T)
+}
+
+func (l lister[T]) relist(ctx context.Context) (string, error) {
+	items, rv, err := l.list(ctx)
+	if err != nil {
+		return "", err
+	}
+	l.snapshot(items)
+	return rv, nil
+}
+
+// run watches from rv until ctx ends; when the watch ends or fails it lists again, retrying
+// every half second while the API server does not answer.
+func (l lister[T]) run(ctx context.Context, rv string) {
+	for ctx.Err() == nil {
+		if rv == "" {
+			var err error
+			if rv, err = l.relist(ctx); err != nil {
+				sleepCtx(ctx, 500*time.Millisecond)
+				continue
 			}
-			call(fn, watch.Deleted, obj)
-		},
+		}
+		rv = l.follow(ctx, rv)
 	}
 }
 
-func call[T runtime.Object](fn func(watch.EventType, T), t watch.EventType, obj any) {
-	if o, ok := obj.(T); ok {
-		fn(t, o)
+// follow passes on the events of one watch from rv and returns the last resource version it
+// saw, or "" when the watch must start again from a new list (it failed, or the version is
+// too old).
+func (l lister[T]) follow(ctx context.Context, rv string) string {
+	wi, err := l.watch(ctx, rv)
+	if err != nil {
+		sleepCtx(ctx, 500*time.Millisecond)
+		return ""
+	}
+	defer wi.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return rv
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return rv
+			}
+			switch ev.Type {
+			case watch.Error:
+				return ""
+			case watch.Bookmark:
+				if m, err := meta.Accessor(ev.Object); err == nil {
+					rv = m.GetResourceVersion()
+				}
+				continue
+			}
+			if o, ok := ev.Object.(T); ok {
+				l.event(ev.Type, o)
+				if m, err := meta.Accessor(o); err == nil {
+					rv = m.GetResourceVersion()
+				}
+			}
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
 	}
 }
 
@@ -250,48 +331,109 @@ func (w *GPUWatcher) fail(msg string) {
 	w.violations = append(w.violations, msg)
 }
 
-func (w *GPUWatcher) pod(ctx context.Context, kube kubernetes.Interface, t watch.EventType, p *corev1.Pod) {
-	key := p.Namespace + "/" + p.Name
-	ended := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	var gpus int64
+// podGPUsOf are the GPUs a pod's containers ask for, and whether it has ended.
+func podGPUsOf(p *corev1.Pod) (gpus int64, ended bool) {
 	for _, c := range p.Spec.Containers {
 		if q, ok := c.Resources.Limits[cluster.GPUResource]; ok {
 			gpus += q.Value()
 		}
 	}
-	node := p.Spec.NodeName
-	if node != "" && gpus > 0 {
+	return gpus, p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// learnNode reads the GPU capacity of a node not seen before.
+func (w *GPUWatcher) learnNode(ctx context.Context, kube kubernetes.Interface, node string) {
+	if node == "" {
+		return
+	}
+	w.mu.Lock()
+	_, known := w.capacity[node]
+	w.mu.Unlock()
+	if known {
+		return
+	}
+	n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		q := n.Status.Allocatable[cluster.GPUResource]
 		w.mu.Lock()
-		_, known := w.capacity[node]
+		w.capacity[node] = q.Value()
 		w.mu.Unlock()
-		if !known {
-			n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-			switch {
-			case err == nil:
-				q := n.Status.Allocatable[cluster.GPUResource]
-				w.mu.Lock()
-				w.capacity[node] = q.Value()
-				w.mu.Unlock()
-			case !apierrors.IsNotFound(err):
-				w.fail(fmt.Sprintf("get node %s: %v", node, err))
-			}
+	case !apierrors.IsNotFound(err):
+		w.fail(fmt.Sprintf("get node %s: %v", node, err))
+	}
+}
+
+func (w *GPUWatcher) pod(ctx context.Context, kube kubernetes.Interface, t watch.EventType, p *corev1.Pod) {
+	if gpus, _ := podGPUsOf(p); gpus > 0 {
+		w.learnNode(ctx, kube, p.Spec.NodeName)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if node := w.applyPod(t, p); node != "" {
+		w.checkPods(node, p.Namespace+"/"+p.Name)
+	}
+}
+
+// podSnapshot replaces what is known of pods with a list: the pods missing from it are gone,
+// the others changed; then every node is checked once.
+func (w *GPUWatcher) podSnapshot(ctx context.Context, kube kubernetes.Interface, items []*corev1.Pod) {
+	for _, p := range items {
+		if gpus, _ := podGPUsOf(p); gpus > 0 {
+			w.learnNode(ctx, kube, p.Spec.NodeName)
 		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	listed := map[string]bool{}
+	for _, p := range items {
+		listed[p.Namespace+"/"+p.Name] = true
+	}
+	for key, p := range w.podObjs {
+		if !listed[key] {
+			w.applyPod(watch.Deleted, p)
+		}
+	}
+	for _, p := range items {
+		w.applyPod(watch.Modified, p)
+	}
+	nodes := map[string]bool{}
+	for _, pg := range w.pods {
+		nodes[pg.node] = true
+	}
+	for node := range nodes {
+		w.checkPods(node, "after a relist")
+	}
+}
+
+// applyPod records a pod event and returns the node whose GPUs it now holds ("" if none); the
+// caller holds w.mu.
+func (w *GPUWatcher) applyPod(t watch.EventType, p *corev1.Pod) string {
+	key := p.Namespace + "/" + p.Name
+	gpus, ended := podGPUsOf(p)
+	node := p.Spec.NodeName
 	w.events++
 	w.record(p)
 	w.countLive(t, p, ended)
 	if t == watch.Deleted {
+		delete(w.podObjs, key)
 		if r := w.history[string(p.UID)]; r != nil && r.GoneSeen.IsZero() {
 			r.GoneSeen = time.Now()
 		}
+	} else {
+		w.podObjs[key] = p
 	}
 	if t == watch.Deleted || ended || node == "" || gpus == 0 {
 		delete(w.pods, key)
-		return
+		return ""
 	}
 	w.pods[key] = podGPUs{node: node, gpus: gpus}
+	return node
+}
+
+// checkPods records a violation if the pods bound to node ask for more GPUs than it has; the
+// caller holds w.mu.
+func (w *GPUWatcher) checkPods(node, what string) {
 	var used int64
 	for _, pg := range w.pods {
 		if pg.node == node {
@@ -300,14 +442,49 @@ func (w *GPUWatcher) pod(ctx context.Context, kube kubernetes.Interface, t watch
 	}
 	if c, ok := w.capacity[node]; ok && used > c {
 		w.violations = append(w.violations, fmt.Sprintf("%s: node %s has pods for %d GPUs of %d (pod %s)",
-			time.Now().Format(time.RFC3339Nano), node, used, c, key))
+			time.Now().Format(time.RFC3339Nano), node, used, c, what))
 	}
 }
 
 func (w *GPUWatcher) alloc(t watch.EventType, a *pickymanv1.Allocation) {
-	key := a.Namespace + "/" + a.Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, node := range w.applyAlloc(t, a) {
+		w.checkAllocs(node, a.Namespace+"/"+a.Name)
+	}
+}
+
+// allocSnapshot replaces what is known of Allocations with a list, then checks every node once.
+func (w *GPUWatcher) allocSnapshot(items []*pickymanv1.Allocation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	listed := map[string]bool{}
+	for _, a := range items {
+		listed[a.Namespace+"/"+a.Name] = true
+	}
+	for key := range w.allocs {
+		if !listed[key] {
+			delete(w.allocs, key)
+		}
+	}
+	for _, a := range items {
+		w.applyAlloc(watch.Modified, a)
+	}
+	nodes := map[string]bool{}
+	for _, m := range w.allocs {
+		for node := range m {
+			nodes[node] = true
+		}
+	}
+	for node := range nodes {
+		w.checkAllocs(node, "after a relist")
+	}
+}
+
+// applyAlloc records an Allocation event and returns the nodes it now holds GPUs on; the
+// caller holds w.mu.
+func (w *GPUWatcher) applyAlloc(t watch.EventType, a *pickymanv1.Allocation) []string {
+	key := a.Namespace + "/" + a.Name
 	w.events++
 	if a.Status.Phase == pickymanv1.AllocationPreempting {
 		m := w.preempting[key]
@@ -323,22 +500,26 @@ func (w *GPUWatcher) alloc(t watch.EventType, a *pickymanv1.Allocation) {
 		a.Status.Phase == pickymanv1.AllocationSuspended
 	if t == watch.Deleted || !holds {
 		delete(w.allocs, key)
-		return
+		return nil
 	}
 	byNode := map[string]int64{}
 	for _, p := range a.Status.Placement {
 		byNode[p.Node] += int64(p.GPUs)
 	}
 	w.allocs[key] = byNode
-	for node := range byNode {
-		var used int64
-		for _, m := range w.allocs {
-			used += m[node]
-		}
-		if c, ok := w.capacity[node]; ok && used > c {
-			w.violations = append(w.violations, fmt.Sprintf("%s: node %s has placements for %d GPUs of %d (allocation %s)",
-				time.Now().Format(time.RFC3339Nano), node, used, c, key))
-		}
+	return slices.Collect(maps.Keys(byNode))
+}
+
+// checkAllocs records a violation if the Allocations place more GPUs on node than it has; the
+// caller holds w.mu.
+func (w *GPUWatcher) checkAllocs(node, what string) {
+	var used int64
+	for _, m := range w.allocs {
+		used += m[node]
+	}
+	if c, ok := w.capacity[node]; ok && used > c {
+		w.violations = append(w.violations, fmt.Sprintf("%s: node %s has placements for %d GPUs of %d (allocation %s)",
+			time.Now().Format(time.RFC3339Nano), node, used, c, what))
 	}
 }
 
