@@ -126,7 +126,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		defer cancel()
 		watcher, err := util.WatchGPUs(wctx, suite.clients.Kube, suite.watchClient)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		refused := util.NewLineCounter(ginkgo.GinkgoWriter, "refused (")
+		refused := util.NewLineCounter(ginkgo.GinkgoWriter, refusedLine, acceptedLine)
 
 		chaos := make(chan error, 1)
 		go func() {
@@ -199,9 +199,12 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 	}, ginkgo.SpecTimeout(8*time.Minute))
 
 	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while etcd and the API server are killed and restarted twice", func(ctx context.Context) {
+		var outages []cluster.Outage
+		var watcher *util.GPUWatcher
 		chaosReplay(ctx, "apiserver", func(ctx context.Context, w *util.GPUWatcher, _ *util.LineCounter) error {
+			watcher = w
 			// The first while jobs are still being submitted, the second while the queue drains.
-			for i, at := range []time.Duration{8 * time.Second, 40 * time.Second} {
+			for _, at := range []time.Duration{8 * time.Second, 40 * time.Second} {
 				if err := after(ctx, at); err != nil {
 					return err
 				}
@@ -210,11 +213,16 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 				if err != nil {
 					return err
 				}
-				report(fmt.Sprintf("control plane restart %d", i+1), "etcd and the API server killed, down %v until ready; started again after exiting: %v; first progress report %v after the API server was ready",
-					out.Down.Round(100*time.Millisecond), out.Revived, sinceOrNever(w.ProgressAfter(out.Ready), out.Ready))
+				outages = append(outages, out)
 			}
 			return nil
 		})
+		// Measured once the replay is over, so that a late first change is seen too.
+		for i, out := range outages {
+			report(fmt.Sprintf("control plane restart %d", i+1), "etcd and the API server killed, down %v until ready; started again after exiting: %v; after the API server was ready, first Allocation phase change %v, first progress report %v",
+				out.Down.Round(100*time.Millisecond), out.Revived, sinceOrNever(watcher.PhaseChangeAfter(out.Ready), out.Ready),
+				sinceOrNever(watcher.ProgressAfter(out.Ready), out.Ready))
+		}
 	}, ginkgo.SpecTimeout(8*time.Minute))
 
 	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while the webhook is down during the submissions and the agent is cut off from the API server", func(ctx context.Context) {
@@ -238,9 +246,16 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 			if err := suite.opts.StartOperator(ctx, suite.clients); err != nil {
 				return err
 			}
-			report("webhook down", "operator (webhook and scheduler) down %v, ready again %v after its restart; %d submissions refused and retried",
-				time.Since(down).Round(100*time.Millisecond), time.Since(restart).Round(100*time.Millisecond), refused.Count())
-			if refused.Count() == 0 {
+			back := time.Now()
+			// The submitter retries one job until it is accepted, the others waiting behind it.
+			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				return len(refused.Lines(acceptedLine)) >= len(refused.Lines(refusedLine)), nil
+			}); err != nil {
+				return fmt.Errorf("refused submissions not accepted within a minute of the webhook's return: %v", refused.Lines(refusedLine))
+			}
+			report("webhook down", "every operator replica (webhook and scheduler) killed and down %v, ready again %v after the restart began; %d submissions refused and retried: %v",
+				back.Sub(down).Round(100*time.Millisecond), back.Sub(restart).Round(100*time.Millisecond), len(refused.Lines(refusedLine)), refused.Lines(acceptedLine))
+			if len(refused.Lines(refusedLine)) == 0 {
 				return fmt.Errorf("no submission was refused while the webhook was down: the fault did not happen")
 			}
 
@@ -284,6 +299,12 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		})
 	}, ginkgo.SpecTimeout(8*time.Minute))
 })
+
+// The replay's progress lines about a refused submission and its acceptance after retries.
+const (
+	refusedLine  = "refused ("
+	acceptedLine = "accepted at attempt"
+)
 
 // sinceOrNever is the time from t0 to t, or "never" when t is zero.
 func sinceOrNever(t, t0 time.Time) string {

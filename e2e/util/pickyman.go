@@ -147,6 +147,9 @@ type GPUWatcher struct {
 	preempting map[string]map[int32]time.Time
 	// podObjs is the last state seen of every pod that exists, for a relist that misses it.
 	podObjs map[string]*corev1.Pod
+	// phases is the last phase of every Allocation, and phaseSeen the times one changed.
+	phases    map[string]pickymanv1.AllocationPhase
+	phaseSeen []time.Time
 	// progressSeen are the times the agent's progress report of some pod was seen to change.
 	progressSeen []time.Time
 	// live and maxLive count, per job (namespace/job name), the pods that exist and have not
@@ -246,7 +249,7 @@ func WatchGPUs(ctx context.Context, kube kubernetes.Interface, c client.WithWatc
 func newGPUWatcher() *GPUWatcher {
 	return &GPUWatcher{capacity: map[string]int64{}, pods: map[string]podGPUs{}, allocs: map[string]map[string]int64{},
 		history: map[string]*PodRecord{}, preempting: map[string]map[int32]time.Time{},
-		live: map[string]int{}, maxLive: map[string]int{}, podObjs: map[string]*corev1.Pod{}}
+		live: map[string]int{}, maxLive: map[string]int{}, podObjs: map[string]*corev1.Pod{}, phases: map[string]pickymanv1.AllocationPhase{}}
 }
 
 // lister lists and watches one kind of object for the watcher.
@@ -496,6 +499,10 @@ func (w *GPUWatcher) applyAlloc(t watch.EventType, a *pickymanv1.Allocation) []s
 			m[a.Status.Preemptions] = time.Now()
 		}
 	}
+	if old, ok := w.phases[key]; !ok || old != a.Status.Phase {
+		w.phases[key] = a.Status.Phase
+		w.phaseSeen = append(w.phaseSeen, time.Now())
+	}
 	holds := a.Status.Phase == pickymanv1.AllocationAdmitted || a.Status.Phase == pickymanv1.AllocationPreempting ||
 		a.Status.Phase == pickymanv1.AllocationSuspended
 	if t == watch.Deleted || !holds {
@@ -612,10 +619,23 @@ func (w *GPUWatcher) History(ns, job string) []PodRecord {
 func (w *GPUWatcher) ProgressAfter(t time.Time) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(w.progressSeen, t, func(a, b time.Time) int { return a.Compare(b) })
-	for ; i < len(w.progressSeen); i++ {
-		if w.progressSeen[i].After(t) {
-			return w.progressSeen[i]
+	return firstAfter(w.progressSeen, t)
+}
+
+// PhaseChangeAfter is the first time after t that an Allocation was seen to change phase
+// (zero if none has since).
+func (w *GPUWatcher) PhaseChangeAfter(t time.Time) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return firstAfter(w.phaseSeen, t)
+}
+
+// firstAfter is the first of the ascending times after t, or zero.
+func firstAfter(times []time.Time, t time.Time) time.Time {
+	i, _ := slices.BinarySearchFunc(times, t, func(a, b time.Time) int { return a.Compare(b) })
+	for ; i < len(times); i++ {
+		if times[i].After(t) {
+			return times[i]
 		}
 	}
 	return time.Time{}
@@ -636,30 +656,34 @@ func (w *GPUWatcher) Violations() ([]string, int) {
 	return append([]string(nil), w.violations...), w.events
 }
 
-// LineCounter passes what is written to it on to w and counts the writes that contain
-// substr (a replay's progress writes one line at a time).
+// LineCounter passes what is written to it on to w and keeps the writes that contain one of
+// its substrings (a replay's progress writes one line at a time).
 type LineCounter struct {
-	w      io.Writer
-	substr []byte
-	mu     sync.Mutex
-	n      int
+	w       io.Writer
+	substrs []string
+	mu      sync.Mutex
+	lines   map[string][]string
 }
 
-// NewLineCounter counts the lines with substr written through it to w.
-func NewLineCounter(w io.Writer, substr string) *LineCounter {
-	return &LineCounter{w: w, substr: []byte(substr)}
+// NewLineCounter keeps the lines with any of substrs written through it to w.
+func NewLineCounter(w io.Writer, substrs ...string) *LineCounter {
+	return &LineCounter{w: w, substrs: substrs, lines: map[string][]string{}}
 }
 
 func (c *LineCounter) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	c.n += bytes.Count(p, c.substr)
+	for _, s := range c.substrs {
+		if bytes.Contains(p, []byte(s)) {
+			c.lines[s] = append(c.lines[s], strings.TrimSpace(string(p)))
+		}
+	}
 	c.mu.Unlock()
 	return c.w.Write(p)
 }
 
-// Count is how many times substr was written.
-func (c *LineCounter) Count() int {
+// Lines are the writes that contained substr.
+func (c *LineCounter) Lines(substr string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	return slices.Clone(c.lines[substr])
 }

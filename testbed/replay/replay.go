@@ -114,11 +114,16 @@ func createRetrying(ctx context.Context, c client.Client, obj client.Object, ret
 	if retry <= 0 {
 		retry = 2 * time.Minute
 	}
-	deadline := time.Now().Add(retry)
+	first := time.Now()
+	deadline := first.Add(retry)
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := c.Create(ctx, obj.DeepCopyObject().(client.Object))
 		if err == nil || apierrors.IsAlreadyExists(err) {
+			if attempt > 1 && progress != nil {
+				fmt.Fprintf(progress, "replay: %s/%s accepted at attempt %d, %v after the first\n", obj.GetNamespace(), obj.GetName(),
+					attempt, time.Since(first).Round(100*time.Millisecond))
+			}
 			return nil
 		}
 		if !Transient(err) || time.Now().Add(wait).After(deadline) {

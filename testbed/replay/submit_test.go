@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -78,8 +79,8 @@ func TestSubmissionRetriesTransientRefusals(t *testing.T) {
 				if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "j"}, &kftraining.PyTorchJob{}); err != nil {
 					t.Errorf("job not created: %v", err)
 				}
-				if tc.refusals > 0 && !bytes.Contains(log.Bytes(), []byte("retrying")) {
-					t.Errorf("no progress line about the retry: %q", log.String())
+				if tc.refusals > 0 && (!bytes.Contains(log.Bytes(), []byte("retrying")) || !bytes.Contains(log.Bytes(), []byte(fmt.Sprintf("accepted at attempt %d", tc.wantCalls)))) {
+					t.Errorf("no progress lines about the retry and the acceptance: %q", log.String())
 				}
 			}
 		})
