@@ -203,13 +203,14 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		var watcher *util.GPUWatcher
 		chaosReplay(ctx, "apiserver", func(ctx context.Context, w *util.GPUWatcher, _ *util.LineCounter) error {
 			watcher = w
-			// The first while jobs are still being submitted, the second while the queue drains.
-			for _, at := range []time.Duration{8 * time.Second, 40 * time.Second} {
+			// The first while jobs are still being submitted, the second 5 s after the first is
+			// over, while the queue drains (the replay lasts about a minute).
+			for _, at := range []time.Duration{8 * time.Second, 5 * time.Second} {
 				if err := after(ctx, at); err != nil {
 					return err
 				}
 				fmt.Fprintf(ginkgo.GinkgoWriter, "%s: SIGKILL etcd and kube-apiserver\n", time.Now().Format(time.TimeOnly))
-				out, err := suite.opts.RestartControlPlane(ctx, suite.clients, 2*time.Second, 15*time.Second)
+				out, err := suite.opts.RestartControlPlane(ctx, suite.clients, 2*time.Second, 10*time.Second)
 				if err != nil {
 					return err
 				}
@@ -219,6 +220,8 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		})
 		// Measured once the replay is over, so that a late first change is seen too.
 		for i, out := range outages {
+			gomega.Expect(watcher.PhaseChangeAfter(out.Ready)).NotTo(gomega.BeZero(),
+				"no Allocation changed phase after restart %d: the replay was over, or the operator did not carry on", i+1)
 			report(fmt.Sprintf("control plane restart %d", i+1), "etcd and the API server killed, down %v until ready; started again after exiting: %v; after the API server was ready, first Allocation phase change %v, first progress report %v",
 				out.Down.Round(100*time.Millisecond), out.Revived, sinceOrNever(watcher.PhaseChangeAfter(out.Ready), out.Ready),
 				sinceOrNever(watcher.ProgressAfter(out.Ready), out.Ready))
