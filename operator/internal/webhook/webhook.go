@@ -294,8 +294,11 @@ func (v *Validator) validate(ctx context.Context, job jobframework.GenericJob) f
 // fitsSomeNode rejects a pod set whose pods ask for more GPUs than any node of the wanted
 // GPU model has.
 func (v *Validator) fitsSomeNode(ctx context.Context, job jobframework.GenericJob, sets []v1alpha1.PodSet) (field.ErrorList, error) {
+	// Read from the cache without copies: only read here, and each admission request lists
+	// every node (copying 1,000 nodes took a quarter of the operator's CPU while 5,000 jobs
+	// were submitted, `make bench-admission`).
 	var nodes corev1.NodeList
-	if err := v.Client.List(ctx, &nodes); err != nil {
+	if err := v.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	view := jobframework.NodeView{GPUResource: corev1.ResourceName(v.Config.GPUResource), GPUProductLabel: v.Config.GPUProductLabel}
