@@ -29,6 +29,9 @@ type localProcess struct {
 	Pid           int
 	Argv, Env     []string
 	Dir, Log      string
+	// newline: the pid file ends with one. kwokctl writes its pid files without one and
+	// reads them back strictly (a "123\n" reads as not running), so the format is kept.
+	newline bool
 }
 
 // pidFiles returns the pid file of every local process of the cluster, by name: kwokctl's
@@ -57,6 +60,9 @@ func (o Options) pidFiles() map[string]string {
 // readProcess reads how the live process of pidFile was started, from /proc.
 func readProcess(name, pidFile string) (localProcess, error) {
 	p := localProcess{Name: name, PidFile: pidFile, Pid: readPid(pidFile)}
+	if data, err := os.ReadFile(pidFile); err == nil {
+		p.newline = bytes.HasSuffix(data, []byte("\n"))
+	}
 	if !alive(p.Pid) {
 		return p, fmt.Errorf("%s: not running", name)
 	}
@@ -113,7 +119,11 @@ func (p *localProcess) start() error {
 	}
 	p.Pid = cmd.Process.Pid
 	go func() { _ = cmd.Wait() }()
-	return os.WriteFile(p.PidFile, []byte(strconv.Itoa(p.Pid)+"\n"), 0o644)
+	data := strconv.Itoa(p.Pid)
+	if p.newline {
+		data += "\n"
+	}
+	return os.WriteFile(p.PidFile, []byte(data), 0o644)
 }
 
 // Outage is what RestartControlPlane did.

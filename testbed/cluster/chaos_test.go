@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,4 +92,51 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	t.Fatal("condition not met in 5 s")
+}
+
+// TestPidFileKeepsItsFormat: a process started again rewrites its pid file as it was written.
+// kwokctl writes "123" and reads it back with a strict integer parse; "123\n" made it take etcd
+// and the API server for stopped and start second copies on the next `cluster up`.
+func TestPidFileKeepsItsFormat(t *testing.T) {
+	for name, newline := range map[string]bool{"kwokctl's, no newline": false, "the testbed's, a newline": true} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			log, pidFile := filepath.Join(dir, "p.log"), filepath.Join(dir, "p.pid")
+			pid, err := startDetached("/bin/sh", []string{"-c", "sleep 60; true"}, nil, log, pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				_ = syscall.Kill(-readPid(pidFile), syscall.SIGKILL)
+			})
+			if !newline {
+				if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := readProcess("p", pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			if err := stopPid(pid, time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.start(); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strconv.Itoa(p.Pid)
+			if newline {
+				want += "\n"
+			}
+			if string(data) != want {
+				t.Errorf("pid file %q, want %q", data, want)
+			}
+		})
+	}
 }
