@@ -202,15 +202,18 @@ func TestRealNode(t *testing.T) {
 		return err
 	}
 	var denyErr error
-	// The configuration takes a moment to reach the API server's webhook manager.
+	denial := "denied by nodeprobe webhook in pod " + probePodName
+	// The configuration takes a moment to reach the API server's webhook manager, and the
+	// Service's endpoints a moment to follow the pod's readiness: until both have, the
+	// ConfigMap is admitted or refused with "no endpoints available".
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		denyErr = cm("denied", "deny")
 		if denyErr == nil {
 			_ = c.Kube.CoreV1().ConfigMaps(realNodeTestNS).Delete(ctx, "denied", metav1.DeleteOptions{})
 		}
-		return denyErr != nil, nil
+		return denyErr != nil && strings.Contains(denyErr.Error(), denial), nil
 	})
-	if denyErr == nil || !strings.Contains(denyErr.Error(), "denied by nodeprobe webhook in pod "+probePodName) {
+	if denyErr == nil || !strings.Contains(denyErr.Error(), denial) {
 		t.Fatalf("the webhook through Service %s did not deny the ConfigMap: %v\nwebhook log:\n%s", probeSvcName, denyErr,
 			podLog(ctx, c, probePodName))
 	}
