@@ -29,11 +29,11 @@ type trainer struct {
 	// resumeLatest marks a pod that starts again from its newest checkpoint by itself
 	// (AnnotationResumeLatest).
 	resumeLatest bool
-	spec          Spec
-	node          string
-	gpus          []int
-	caller        api.Caller
-	noise         noise
+	spec         Spec
+	node         string
+	gpus         []int
+	caller       api.Caller
+	noise        noise
 
 	phase      phase
 	epoch      int32     // epoch in progress (training) or next
