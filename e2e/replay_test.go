@@ -154,16 +154,6 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		ginkgo.AddReportEntry(name, line)
 		fmt.Fprintf(ginkgo.GinkgoWriter, "%s: %s\n", time.Now().Format(time.TimeOnly), line)
 	}
-	// after waits d, or returns the context's error.
-	after := func(ctx context.Context, d time.Duration) error {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-			return nil
-		}
-	}
-
 	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while the operator, the agent and the training-operator are killed at random moments", func(ctx context.Context) {
 		seed := uint64(time.Now().UnixNano())
 		rng := rand.New(rand.NewPCG(seed, 1))
@@ -173,7 +163,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		fmt.Fprintf(ginkgo.GinkgoWriter, "chaos seed %d: kills in order %v\n", seed, kills)
 		chaosReplay(ctx, "chaos", func(ctx context.Context, _ *util.GPUWatcher, _ *util.LineCounter) error {
 			for _, c := range kills {
-				if err := after(ctx, time.Duration(3+rng.IntN(10))*time.Second); err != nil {
+				if err := util.Sleep(ctx, time.Duration(3+rng.IntN(10))*time.Second); err != nil {
 					return err
 				}
 				fmt.Fprintf(ginkgo.GinkgoWriter, "%s: SIGKILL %s\n", time.Now().Format(time.TimeOnly), c)
@@ -206,7 +196,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 			// The first while jobs are still being submitted, the second 5 s after the first is
 			// over, while the queue drains (the replay lasts about a minute).
 			for _, at := range []time.Duration{8 * time.Second, 5 * time.Second} {
-				if err := after(ctx, at); err != nil {
+				if err := util.Sleep(ctx, at); err != nil {
 					return err
 				}
 				fmt.Fprintf(ginkgo.GinkgoWriter, "%s: SIGKILL etcd and kube-apiserver\n", time.Now().Format(time.TimeOnly))
@@ -235,14 +225,14 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		chaosReplay(ctx, "partition", func(ctx context.Context, w *util.GPUWatcher, refused *util.LineCounter) error {
 			// Jobs arrive one a second for 12 s: 1 s in, every operator replica is killed
 			// (the webhook goes with them) and kept down for 8 s.
-			if err := after(ctx, time.Second); err != nil {
+			if err := util.Sleep(ctx, time.Second); err != nil {
 				return err
 			}
 			down := time.Now()
 			if err := suite.opts.StopComponent(cluster.ComponentOperator, true); err != nil {
 				return err
 			}
-			if err := after(ctx, 8*time.Second); err != nil {
+			if err := util.Sleep(ctx, 8*time.Second); err != nil {
 				return err
 			}
 			restart := time.Now()
@@ -262,7 +252,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 				return fmt.Errorf("no submission was refused while the webhook was down: the fault did not happen")
 			}
 
-			if err := after(ctx, 10*time.Second); err != nil {
+			if err := util.Sleep(ctx, 10*time.Second); err != nil {
 				return err
 			}
 			pods, err := cluster.RunningPods(ctx, suite.clients, cluster.ComponentAgent)
@@ -278,7 +268,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 				return err
 			}
 			cut := time.Now()
-			waitErr := after(ctx, 20*time.Second)
+			waitErr := util.Sleep(ctx, 20*time.Second)
 			// No progress report can reach the API server through the partition.
 			during := w.ProgressAfter(cut.Add(2 * time.Second))
 			healErr := heal()

@@ -276,7 +276,7 @@ func (l lister[T]) run(ctx context.Context, rv string) {
 		if rv == "" {
 			var err error
 			if rv, err = l.relist(ctx); err != nil {
-				sleepCtx(ctx, 500*time.Millisecond)
+				_ = Sleep(ctx, 500*time.Millisecond)
 				continue
 			}
 		}
@@ -290,7 +290,7 @@ func (l lister[T]) run(ctx context.Context, rv string) {
 func (l lister[T]) follow(ctx context.Context, rv string) string {
 	wi, err := l.watch(ctx, rv)
 	if err != nil {
-		sleepCtx(ctx, 500*time.Millisecond)
+		_ = Sleep(ctx, 500*time.Millisecond)
 		return ""
 	}
 	defer wi.Stop()
@@ -321,10 +321,13 @@ func (l lister[T]) follow(ctx context.Context, rv string) string {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// Sleep waits d, or returns the context's error if it ends first.
+func Sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
+		return ctx.Err()
 	case <-time.After(d):
+		return nil
 	}
 }
 

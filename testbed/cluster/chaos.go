@@ -59,8 +59,9 @@ func (o Options) pidFiles() map[string]string {
 
 // readProcess reads how the live process of pidFile was started, from /proc.
 func readProcess(name, pidFile string) (localProcess, error) {
-	p := localProcess{Name: name, PidFile: pidFile, Pid: readPid(pidFile)}
+	p := localProcess{Name: name, PidFile: pidFile}
 	if data, err := os.ReadFile(pidFile); err == nil {
+		p.Pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		p.newline = bytes.HasSuffix(data, []byte("\n"))
 	}
 	if !alive(p.Pid) {
@@ -105,25 +106,16 @@ func splitNul(b []byte) []string {
 func (p *localProcess) start() error {
 	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
 	cmd.Env, cmd.Dir = p.Env, p.Dir
-	if p.Log != "" {
-		f, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.Name, err)
-		}
-		defer f.Close()
-		cmd.Stdout, cmd.Stderr = f, f
+	end := ""
+	if p.newline {
+		end = "\n"
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	pid, err := runDetached(cmd, p.Log, p.PidFile, end)
+	if err != nil {
 		return fmt.Errorf("start %s again: %w", p.Name, err)
 	}
-	p.Pid = cmd.Process.Pid
-	go func() { _ = cmd.Wait() }()
-	data := strconv.Itoa(p.Pid)
-	if p.newline {
-		data += "\n"
-	}
-	return os.WriteFile(p.PidFile, []byte(data), 0o644)
+	p.Pid = pid
+	return nil
 }
 
 // Outage is what RestartControlPlane did.

@@ -16,14 +16,22 @@ import (
 // startDetached starts a command in its own session, so it outlives the caller, with stdout
 // and stderr appended to logPath, and records its pid in pidPath.
 func startDetached(bin string, args []string, env []string, logPath, pidPath string) (int, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return 0, err
-	}
-	defer logf.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	return runDetached(cmd, logPath, pidPath, "\n")
+}
+
+// runDetached starts cmd in a session of its own, its output appended to logPath (none if
+// empty), and writes its pid to pidPath followed by end.
+func runDetached(cmd *exec.Cmd, logPath, pidPath, end string) (int, error) {
+	if logPath != "" {
+		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return 0, err
+		}
+		defer logf.Close()
+		cmd.Stdout, cmd.Stderr = logf, logf
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, err
@@ -31,7 +39,7 @@ func startDetached(bin string, args []string, env []string, logPath, pidPath str
 	pid := cmd.Process.Pid
 	// The child is reaped by init once the caller exits; release it here.
 	go func() { _ = cmd.Wait() }()
-	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(pid)+end), 0o644); err != nil {
 		return pid, err
 	}
 	return pid, nil

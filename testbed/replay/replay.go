@@ -104,6 +104,8 @@ func Transient(err error) bool {
 	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) ||
 		apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		// IsProbableEOF compares the error itself (under a url.Error) only; this finds one
+		// wrapped by the client's own messages.
 		errors.Is(err, io.ErrUnexpectedEOF)
 }
 

@@ -19,116 +19,191 @@ import (
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
-// act carries out validated decisions: reservations, then preemptions, then starts. A
+// write is one Allocation write that carries out a decision: prepared inside the cycle,
+// sent after it returns.
+type write struct {
+	// job is the Allocation's job ID.
+	job string
+	// want is the Allocation as the write leaves it (at the resourceVersion it was decided
+	// on): the snapshots taken while the write is in flight show it in place of the listed
+	// Allocation.
+	want *v1alpha1.Allocation
+	// send carries the write out on a, a copy of want of its own.
+	send func(ctx context.Context, a *v1alpha1.Allocation) error
+}
+
+// batch is the writes of one cycle's decisions, in steps: reservations, then preemptions,
+// then starts, then the expired reservations' removal. Each step's writes touch different
+// Allocations, so they go out concurrently (WriteConcurrency at a time, shared by every
+// batch in flight); the steps stay in order.
+type batch struct {
+	steps [][]*write
+	done  chan struct{}
+	err   error
+}
+
+// wait waits for the batch's writes to end and returns their errors (conflicts and missing
+// Allocations left out: the next cycle decides again on fresh state).
+func (b *batch) wait() error {
+	<-b.done
+	return b.err
+}
+
+// act carries out validated decisions and waits for the writes (see dispatch).
+func (s *Scheduler) act(ctx context.Context, _ *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, d sched.Decisions) error {
+	return s.dispatch(ctx, allocs, d, nil).wait()
+}
+
+// dispatch prepares the writes that carry out decisions d (promising ps in the fence),
+// records them as in flight, and sends them in the background; it returns at once. A
 // decision whose Allocation changed since the snapshot fails on its resourceVersion and is
-// skipped; the next cycle decides again on fresh state.
-func (s *Scheduler) act(ctx context.Context, snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, d sched.Decisions) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-	)
-	keep := func(err error) {
-		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
+// dropped; the next cycle decides again on fresh state. Until a write ends, the snapshots
+// show its Allocation as the write leaves it (inflight), so a later cycle never promises
+// the same GPUs again; when a batch ends, the scheduler is woken to decide on its outcome.
+func (s *Scheduler) dispatch(ctx context.Context, allocs map[string]*v1alpha1.Allocation, d sched.Decisions, ps []promise) *batch {
+	b := &batch{done: make(chan struct{})}
+	var step []*write
+	add := func(w *write) {
+		if w != nil {
+			step = append(step, w)
 		}
 	}
-	// Each step's writes touch different Allocations and jobs, so they go out concurrently
-	// (the configuration's writeConcurrency at a time): a cycle that starts hundreds of jobs is not paced by the API
-	// server's latency. The steps stay in order.
-	parallel := func(n int, f func(i int)) {
-		sem := make(chan struct{}, max(1, int(s.Config.WriteConcurrency)))
-		var wg sync.WaitGroup
-		for i := range n {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				f(i)
-			})
+	next := func() {
+		if len(step) > 0 {
+			b.steps = append(b.steps, step)
 		}
-		wg.Wait()
+		step = nil
 	}
 	// Reservations first: GPUs a victim frees are held for the job they were freed for
 	// before any victim is asked to free them, so a crash between the writes never leaves
 	// victims suspending for a job that holds nothing.
-	reserved := map[string]bool{}
+	touched := map[string]bool{}
 	for _, r := range d.Reservations {
-		reserved[r.JobID] = true
-	}
-	parallel(len(d.Reservations), func(i int) {
-		r := d.Reservations[i]
+		touched[r.JobID] = true
 		if a := allocs[r.JobID]; a != nil {
-			keep(s.reserve(ctx, a, r.Placement))
+			add(s.planReserve(a.DeepCopy(), r.Placement))
 		}
-	})
-	parallel(len(d.Preemptions), func(i int) {
-		p := d.Preemptions[i]
+	}
+	next()
+	for _, p := range d.Preemptions {
 		if a := allocs[p.JobID]; a != nil {
-			keep(s.preempt(ctx, a, p))
+			add(s.planPreempt(a.DeepCopy(), p))
 		}
-	})
-	started := map[string]bool{}
+	}
+	next()
 	for _, st := range d.Starts {
-		started[st.JobID] = true
-	}
-	parallel(len(d.Starts), func(i int) {
-		st := d.Starts[i]
+		touched[st.JobID] = true
 		if a := allocs[st.JobID]; a != nil {
-			keep(s.start(ctx, a, st.Placement))
-		}
-	})
-	for id, a := range allocs {
-		if !reserved[id] && !started[id] {
-			keep(s.clearExpired(ctx, a))
+			add(s.planStart(a.DeepCopy(), st.Placement))
 		}
 	}
-	return errors.Join(errs...)
+	next()
+	for id, a := range allocs {
+		if !touched[id] && reservationCleared(a) && !s.inflight.has(id) {
+			add(s.planClearExpired(a.DeepCopy()))
+		}
+	}
+	next()
+	byJob := map[string][]promise{}
+	for _, p := range ps {
+		byJob[p.Job] = append(byJob[p.Job], p)
+	}
+	var all []*write
+	for _, st := range b.steps {
+		all = append(all, st...)
+	}
+	s.inflight.add(all, byJob)
+	start := time.Now()
+	s.inflight.batches.Add(1)
+	go func() {
+		defer s.inflight.batches.Done()
+		defer close(b.done)
+		var errs []error
+		for _, st := range b.steps {
+			errs = append(errs, s.sendAll(ctx, st)...)
+		}
+		b.err = errors.Join(errs...)
+		if b.err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(b.err, "allocation writes failed; the next cycle decides again")
+		}
+		if len(all) > 0 {
+			s.Metrics.CycleStage.WithLabelValues("writes").Observe(time.Since(start).Seconds())
+			s.wakeUp()
+		}
+	}()
+	return b
+}
+
+// sendAll sends one step's writes concurrently and waits for them; each ends its in-flight
+// record (after a successful write is recorded in Assumed, through the client).
+func (s *Scheduler) sendAll(ctx context.Context, ws []*write) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, w := range ws {
+		s.inflight.acquire(int(s.Config.WriteConcurrency))
+		wg.Go(func() {
+			defer s.inflight.release()
+			err := w.send(ctx, w.want.DeepCopy())
+			s.inflight.end(w.job)
+			if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("allocation %s: %w", w.job, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // expireReservations clears reservations past their timeout when a cycle decided nothing.
 func (s *Scheduler) expireReservations(ctx context.Context, _ *sched.Snapshot, allocs map[string]*v1alpha1.Allocation) error {
 	var errs []error
-	for _, a := range allocs {
-		if err := s.clearExpired(ctx, a); err != nil && !apierrors.IsConflict(err) {
+	for id, a := range allocs {
+		if !reservationCleared(a) || s.inflight.has(id) {
+			continue
+		}
+		w := s.planClearExpired(a.DeepCopy())
+		if err := w.send(ctx, w.want.DeepCopy()); err != nil && !apierrors.IsConflict(err) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// clearExpired writes the removal of a reservation the snapshot dropped as expired.
-func (s *Scheduler) clearExpired(ctx context.Context, a *v1alpha1.Allocation) error {
-	if a.Status.Phase != v1alpha1.AllocationQueued || a.Status.ReservedAt == nil || len(a.Status.Reserved) > 0 {
-		return nil
-	}
-	a.Status.ReservedAt = nil
-	return s.Client.Status().Update(ctx, a)
+// reservationCleared reports whether the snapshot dropped a's reservation as expired while
+// the Allocation still records it: its removal is to be written.
+func reservationCleared(a *v1alpha1.Allocation) bool {
+	return a.Status.Phase == v1alpha1.AllocationQueued && a.Status.ReservedAt != nil && len(a.Status.Reserved) == 0
 }
 
-// start admits a job: the Allocation becomes Admitted with its placement (the promise of
-// the GPUs is recorded before anything runs). The job controller then unsuspends the job
-// with its resume point, and the binder binds its pods.
-func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement []sched.Slot) error {
+// planClearExpired prepares the removal of a reservation the snapshot dropped as expired.
+func (s *Scheduler) planClearExpired(a *v1alpha1.Allocation) *write {
+	a.Status.ReservedAt = nil
+	return &write{job: allocation.JobID(a), want: a, send: func(ctx context.Context, a *v1alpha1.Allocation) error {
+		return s.Client.Status().Update(ctx, a)
+	}}
+}
+
+// planStart prepares a job's admission: the Allocation becomes Admitted with its placement
+// (the promise of the GPUs is recorded before anything runs). The job controller then
+// unsuspends the job with its resume point, and the binder binds its pods.
+func (s *Scheduler) planStart(a *v1alpha1.Allocation, placement []sched.Slot) *write {
 	now := metav1.NewTime(s.Clock.Now())
 	resumed := a.Status.FirstAdmitted != nil
 	waitedSince := a.CreationTimestamp
 	if a.Status.LastStopped != nil {
 		waitedSince = *a.Status.LastStopped
 	}
+	resized := false
 	if w := allocation.SlotWorkers(placement); a.Spec.Elastic != nil && w != jobframework.PodCount(a.Spec.PodSets) {
 		// An elastic job admitted at another size: its pod sets change first (the job's
 		// replicas follow in SyncJob), so that the placement maps onto them.
 		a.Spec.PodSets = allocation.ResizedSets(a, w)
-		status := a.Status
-		if err := s.Client.Update(ctx, a); err != nil {
-			return err
-		}
-		a.Status = status
-		msg := fmt.Sprintf("restarts on %d pods", w)
-		if job, err := allocation.JobOf(ctx, s.Client, a); err == nil && job != nil {
-			allocation.RecordEvent(s.Recorder, job.Object(), a, corev1.EventTypeNormal, "Resized", "Admit", "%s", msg)
-		}
+		resized = true
 	}
 	a.Status.Placement = allocation.ToAssignments(a.Spec.PodSets, placement)
 	a.Status.Reserved, a.Status.ReservedAt, a.Status.Checkpoint = nil, nil, nil
@@ -144,39 +219,60 @@ func (s *Scheduler) start(ctx context.Context, a *v1alpha1.Allocation, placement
 	if resumed {
 		allocation.SetCondition(a, v1alpha1.ConditionResumed, metav1.ConditionTrue, reason, msg, now)
 	}
-	if err := s.Client.Status().Update(ctx, a); err != nil {
-		return err
-	}
-	q := a.Spec.Queue
-	if !resumed {
-		s.Metrics.AdmissionLatency.WithLabelValues(q).Observe(now.Sub(a.CreationTimestamp.Time).Seconds())
-	}
-	s.Metrics.WaitingTime.WithLabelValues(q).Observe(now.Sub(waitedSince.Time).Seconds())
-	s.Metrics.Admissions.WithLabelValues(q, fmt.Sprint(resumed)).Inc()
-	if j := allocation.SchedJob(a, allocation.PodProgress{}, now.Time); j != nil {
-		kind := sched.EventStarted
-		if resumed {
-			kind = sched.EventResumed
+	return &write{job: allocation.JobID(a), want: a, send: func(ctx context.Context, a *v1alpha1.Allocation) error {
+		if resized {
+			status := a.Status
+			if err := s.Client.Update(ctx, a); err != nil {
+				return err
+			}
+			a.Status = status
+			msg := fmt.Sprintf("restarts on %d pods", allocation.SlotWorkers(placement))
+			if job, err := allocation.JobOf(ctx, s.Client, a); err == nil && job != nil {
+				allocation.RecordEvent(s.Recorder, job.Object(), a, corev1.EventTypeNormal, "Resized", "Admit", "%s", msg)
+			}
 		}
-		s.Inbox.Observe(sched.Event{Kind: kind, Time: now.Time, Job: j})
-	}
-	log.FromContext(ctx).Info("admitted", "allocation", allocation.JobID(a), "placement", allocation.PlacementString(a.Status.Placement), "resumed", resumed)
-	return nil
+		if err := s.Client.Status().Update(ctx, a); err != nil {
+			return err
+		}
+		q := a.Spec.Queue
+		if !resumed {
+			s.Metrics.AdmissionLatency.WithLabelValues(q).Observe(now.Sub(a.CreationTimestamp.Time).Seconds())
+		}
+		s.Metrics.WaitingTime.WithLabelValues(q).Observe(now.Sub(waitedSince.Time).Seconds())
+		s.Metrics.Admissions.WithLabelValues(q, fmt.Sprint(resumed)).Inc()
+		if j := allocation.SchedJob(a, allocation.PodProgress{}, now.Time); j != nil {
+			kind := sched.EventStarted
+			if resumed {
+				kind = sched.EventResumed
+			}
+			s.Inbox.Observe(sched.Event{Kind: kind, Time: now.Time, Job: j})
+		}
+		log.FromContext(ctx).Info("admitted", "allocation", allocation.JobID(a), "placement", allocation.PlacementString(a.Status.Placement), "resumed", resumed)
+		return nil
+	}}
 }
 
-// preempt starts a preemption: the Allocation becomes Preempting with a checkpoint request
-// (its id is derived from the Allocation, so repeating the decision never makes a second
-// request). The handshake controller puts the request on the job's pods and does the rest.
-func (s *Scheduler) preempt(ctx context.Context, a *v1alpha1.Allocation, p sched.Preemption) error {
+// planPreempt prepares a preemption: the Allocation becomes Preempting with a checkpoint
+// request (its id is derived from the Allocation, so repeating the decision never makes a
+// second request). The handshake controller puts the request on the job's pods and does
+// the rest.
+func (s *Scheduler) planPreempt(a *v1alpha1.Allocation, p sched.Preemption) *write {
 	if p.Mode == sched.SuspendNow {
-		return s.requestCheckpoint(ctx, a, p, v1alpha1.SuspendNow, s.Config.Checkpoint.NowDeadline.Duration)
+		return s.planCheckpoint(a, p, v1alpha1.SuspendNow, s.Config.Checkpoint.NowDeadline.Duration)
 	}
-	return s.requestCheckpoint(ctx, a, p, v1alpha1.SuspendBoundary, s.Config.Checkpoint.BoundaryDeadline.Duration)
+	return s.planCheckpoint(a, p, v1alpha1.SuspendBoundary, s.Config.Checkpoint.BoundaryDeadline.Duration)
 }
 
-// requestCheckpoint writes preemption p as a checkpoint request in mode, due deadline from
-// now (see preempt).
+// requestCheckpoint writes preemption p of a as a checkpoint request in mode, due deadline
+// from now, and waits for the write.
 func (s *Scheduler) requestCheckpoint(ctx context.Context, a *v1alpha1.Allocation, p sched.Preemption, mode v1alpha1.SuspendMode, deadline time.Duration) error {
+	w := s.planCheckpoint(a.DeepCopy(), p, mode, deadline)
+	return w.send(ctx, w.want.DeepCopy())
+}
+
+// planCheckpoint prepares preemption p of a as a checkpoint request in mode, due deadline
+// from now (see planPreempt).
+func (s *Scheduler) planCheckpoint(a *v1alpha1.Allocation, p sched.Preemption, mode v1alpha1.SuspendMode, deadline time.Duration) *write {
 	now := metav1.NewTime(s.Clock.Now())
 	resize := p.Resize != nil
 	if resize {
@@ -204,15 +300,17 @@ func (s *Scheduler) requestCheckpoint(ctx context.Context, a *v1alpha1.Allocatio
 			allocation.SlotWorkers(p.Resize), allocation.PlacementString(a.Status.Checkpoint.Resize), p.For)
 	}
 	allocation.SetPhase(a, v1alpha1.AllocationPreempting, nonEmpty(p.Reason, "Preempted"), msg, now)
-	if err := s.Client.Status().Update(ctx, a); err != nil {
-		return err
-	}
-	s.Metrics.Preemptions.WithLabelValues(string(mode), nonEmpty(p.Reason, "Unspecified")).Inc()
-	log.FromContext(ctx).Info("preempting", "allocation", allocation.JobID(a), "mode", mode, "for", p.For, "reason", p.Reason)
-	if job, err := allocation.JobOf(ctx, s.Client, a); err == nil && job != nil {
-		allocation.RecordEvent(s.Recorder, job.Object(), a, corev1.EventTypeNormal, "Preempting", "Preempt", "%s", msg)
-	}
-	return nil
+	return &write{job: allocation.JobID(a), want: a, send: func(ctx context.Context, a *v1alpha1.Allocation) error {
+		if err := s.Client.Status().Update(ctx, a); err != nil {
+			return err
+		}
+		s.Metrics.Preemptions.WithLabelValues(string(mode), nonEmpty(p.Reason, "Unspecified")).Inc()
+		log.FromContext(ctx).Info("preempting", "allocation", allocation.JobID(a), "mode", mode, "for", p.For, "reason", p.Reason)
+		if job, err := allocation.JobOf(ctx, s.Client, a); err == nil && job != nil {
+			allocation.RecordEvent(s.Recorder, job.Object(), a, corev1.EventTypeNormal, "Preempting", "Preempt", "%s", msg)
+		}
+		return nil
+	}}
 }
 
 // checkpointID is the ID of an Allocation's next checkpoint request; it is derived from the
@@ -224,15 +322,18 @@ func checkpointID(a *v1alpha1.Allocation) string {
 	return fmt.Sprintf("%s-%d-r%d", a.UID, a.Status.Preemptions, a.Status.Resizes)
 }
 
-// reserve records GPUs held for a queued job.
-func (s *Scheduler) reserve(ctx context.Context, a *v1alpha1.Allocation, placement []sched.Slot) error {
+// planReserve prepares the record of GPUs held for a queued job; nil if it holds them
+// already.
+func (s *Scheduler) planReserve(a *v1alpha1.Allocation, placement []sched.Slot) *write {
 	as := allocation.ToAssignments(a.Spec.PodSets, placement)
 	if reflect.DeepEqual(as, a.Status.Reserved) && a.Status.ReservedAt != nil {
 		return nil
 	}
 	now := metav1.NewTime(s.Clock.Now())
 	a.Status.Reserved, a.Status.ReservedAt = as, &now
-	return s.Client.Status().Update(ctx, a)
+	return &write{job: allocation.JobID(a), want: a, send: func(ctx context.Context, a *v1alpha1.Allocation) error {
+		return s.Client.Status().Update(ctx, a)
+	}}
 }
 
 func nonEmpty(s, def string) string {

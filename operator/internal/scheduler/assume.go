@@ -154,19 +154,29 @@ func (as *Assumed) Len() int {
 }
 
 // List lists the Allocations from cache with the assumptions in place of what the cache does
-// not show yet; after a write of unknown outcome, from api instead.
+// not show yet; after a write of unknown outcome, from api instead. The items listed from
+// cache share their fields' contents with the cache: callers must not change them in place,
+// only copies (a field set on an item itself is its own).
 func (as *Assumed) List(ctx context.Context, cache, api client.Reader) ([]v1alpha1.Allocation, error) {
 	as.mu.Lock()
-	unsure, src := as.unsure, cache
-	if unsure != as.listed {
+	unsure := as.unsure
+	fromAPI := unsure != as.listed
+	as.mu.Unlock()
+	src := cache
+	if fromAPI {
 		src = api
 	}
-	as.mu.Unlock()
 	var list v1alpha1.AllocationList
-	if err := src.List(ctx, &list); err != nil {
+	var opts []client.ListOption
+	if !fromAPI {
+		// The cycle only reads what it lists; what it writes it copies first (dispatch).
+		// Copying every cached Allocation was most of a snapshot's time at 5,000 of them.
+		opts = append(opts, client.UnsafeDisableDeepCopy)
+	}
+	if err := src.List(ctx, &list, opts...); err != nil {
 		return nil, err
 	}
-	if src == api {
+	if fromAPI {
 		as.mu.Lock()
 		as.listed = max(as.listed, unsure)
 		as.mu.Unlock()

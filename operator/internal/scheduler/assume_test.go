@@ -310,7 +310,7 @@ func TestCycleStagesMeasured(t *testing.T) {
 	if err := s.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, stage := range []string{"snapshot", "decide", "act"} {
+	for _, stage := range []string{"snapshot", "decide", "act", "writes"} {
 		var m dto.Metric
 		if err := s.Metrics.CycleStage.WithLabelValues(stage).(prometheus.Histogram).Write(&m); err != nil {
 			t.Fatal(err)

@@ -35,8 +35,10 @@ import (
 //     may yet land; once it has another, the listing shows what became of the promise (the
 //     write landed, or something else changed the Allocation and the write will fail).
 //
-// A scheduler ignores its own promises (its writes end before its next cycle starts) and
-// another's older than PromiseTTL (a scheduler that died between its swap and its writes).
+// A scheduler ignores its own promises (its snapshot shows its writes in flight, see
+// inflight) and another's older than PromiseTTL (a scheduler that died between its swap and
+// its writes). Since a cycle returns before its writes end, each swap carries the promises
+// of every write of the scheduler still in flight, not only the cycle's own.
 type Fence struct {
 	// Reader reads the Lease from the API server (never a cache: the read must be as fresh
 	// as the snapshot's); Client writes it.
@@ -152,12 +154,14 @@ func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation,
 // MaxPromises bounds the promises one cycle carries out (a start promises GPUs on each node
 // of its placement): the fence holds a cycle's promises in one annotation, and the API
 // server refuses annotations over 256 KiB (about 2,300 promises). A cycle that decides more
-// starts carries out the first ones in the policy's order and calls the next cycle at once.
+// starts carries out the first ones in the policy's order, and the next cycle the rest. The
+// bound holds for the promises of every write in flight together.
 const MaxPromises = 1000
 
 // limitStarts keeps the starts of d, in order, whose promises fit in max; it reports
 // whether it dropped any. The rest of d is kept: a start dropped leaves its job Queued, and
-// no other decision depends on it.
+// no other decision depends on it. With room left (max > 0), the first start is kept
+// whatever its size, so that a gang wider than the bound can start at all.
 func limitStarts(d sched.Decisions, max int) (sched.Decisions, bool) {
 	n := 0
 	for i, st := range d.Starts {
@@ -165,7 +169,7 @@ func limitStarts(d sched.Decisions, max int) (sched.Decisions, bool) {
 		for _, sl := range st.Placement {
 			nodes[sl.Node] = true
 		}
-		if n += len(nodes); n > max && i > 0 {
+		if n += len(nodes); n > max && (i > 0 || max <= 0) {
 			d.Starts = d.Starts[:i:i]
 			return d, true
 		}

@@ -72,6 +72,8 @@ type Scheduler struct {
 	// reservationDue is when the earliest reservation of the last snapshot times out
 	// (zero: none).
 	reservationDue time.Time
+	// inflight holds the Allocation writes sent by cycles and not ended yet.
+	inflight *inflight
 }
 
 var (
@@ -90,6 +92,7 @@ func New(s Scheduler) *Scheduler {
 	}
 	sch.Inbox.setObserved(sch.Observer != nil)
 	sch.seen = map[string]allocation.PodProgress{}
+	sch.inflight = &inflight{}
 	return sch
 }
 
@@ -148,6 +151,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		}
 	}()
 	var woken <-chan time.Time
+	// The writes still in flight when leadership ends fail with ctx; they are waited for,
+	// so that none is sent after Start returns.
+	defer s.inflight.batches.Wait()
 	s.wakeUp()
 	for {
 		select {
@@ -157,7 +163,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		case <-tick.C():
 		case <-woken:
 		}
-		if err := s.Cycle(ctx); err != nil && ctx.Err() == nil {
+		if _, err := s.cycle(ctx); err != nil && ctx.Err() == nil {
 			logger.Error(err, "scheduling cycle failed")
 		}
 		// Requeue for the time the decision can next change without an event.
@@ -189,18 +195,32 @@ func (s *Scheduler) nextWake() time.Time {
 	return at
 }
 
-// Cycle runs one scheduling cycle (docs/operator.md):
+// Cycle runs one scheduling cycle and waits for the Allocation writes it sent; it returns
+// their errors with the cycle's own.
+func (s *Scheduler) Cycle(ctx context.Context) error {
+	b, err := s.cycle(ctx)
+	if err != nil || b == nil {
+		return err
+	}
+	return b.wait()
+}
+
+// cycle runs one scheduling cycle (docs/operator.md) and returns the batch of writes it
+// sent, if any, without waiting for them:
 //
 //  1. snapshot: nodes, pods and Allocations from the informer cache, with the process's
 //     own Allocation writes that the cache does not show yet in their place (Assumed: the
 //     writes must be in it, or GPUs could be promised twice; without Assumed, Allocations
-//     straight from the API server);
+//     straight from the API server), and the writes still in flight as they will leave
+//     their Allocations (inflight);
 //  2. decide: the configured policy's Schedule;
-//  3. validate: sched.Validate; decisions that fail are dropped whole;
-//  4. act: reservations, then preemptions, then starts, each writing the Allocation
-//     first (with its resourceVersion, so a decision on a stale object fails) and then the
-//     job or its pods.
-func (s *Scheduler) Cycle(ctx context.Context) error {
+//  3. validate: sched.Validate; decisions that fail are dropped whole, and so are decisions
+//     that touch a job with a write in flight;
+//  4. act: the Allocation writes (reservations, then preemptions, then starts, each with
+//     the resourceVersion decided on, so a decision on a stale object fails) are prepared
+//     and sent in the background; the job and handshake controllers carry them into the
+//     jobs and pods.
+func (s *Scheduler) cycle(ctx context.Context) (*batch, error) {
 	start := time.Now()
 	defer func() { s.Metrics.CycleDuration.Observe(time.Since(start).Seconds()) }()
 	stage := s.stageTimer(start)
@@ -214,13 +234,13 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		var err error
 		if fence, err = s.Fence.read(ctx); err != nil {
 			s.Inbox.requeue(events)
-			return err
+			return nil, err
 		}
 	}
 	snap, allocs, err := s.snapshot(ctx)
 	if err != nil {
 		s.Inbox.requeue(events)
-		return err
+		return nil, err
 	}
 	if fence != nil {
 		countPromises(snap, allocs, fence.others)
@@ -231,7 +251,7 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	if n, err := s.requeueLost(ctx, s.lost); err != nil || n > 0 {
 		s.Inbox.requeue(events)
 		s.wakeUp()
-		return err
+		return nil, err
 	}
 	for _, ev := range events {
 		s.Observer.Observe(ev)
@@ -246,7 +266,7 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	if len(d.Starts)+len(d.Preemptions)+len(d.Reservations) == 0 {
 		stage("decide")
 		defer stage("act")
-		return s.expireReservations(ctx, snap, allocs)
+		return nil, s.expireReservations(ctx, snap, allocs)
 	}
 
 	// 3. Validate.
@@ -255,33 +275,64 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 	if err != nil {
 		s.Metrics.RejectedDecisions.Inc()
 		log.FromContext(ctx).Error(err, "policy decisions rejected", "policy", s.Policy.Name())
-		return nil
+		return nil, nil
+	}
+	if job := s.touchesInflight(d); job != "" {
+		// Decided on a state that a write in flight is about to change: decide again once
+		// the writes end (each batch wakes the scheduler when it ends).
+		log.FromContext(ctx).V(1).Info("decisions touch a job with a write in flight; deciding again after it", "allocation", job)
+		return nil, nil
 	}
 
-	// A cycle carries out at most MaxPromises promises; the next one starts at once.
-	var limited bool
-	if d, limited = limitStarts(d, MaxPromises); limited {
-		s.wakeUp()
-	}
+	// The promises in flight and this cycle's stay within MaxPromises; a cycle that decided
+	// more carries out the first ones, and the next cycle, called when a batch of writes
+	// ends, the rest.
+	inflightPromises := s.inflight.promises()
+	d, _ = limitStarts(d, MaxPromises-len(inflightPromises))
 
 	// 4. Act, once the fence holds this cycle's promises; if another scheduler swapped it
 	// since this cycle read it, this cycle's snapshot may miss that one's promises: decide
 	// again.
-	if fence != nil {
-		if ps := promisesOf(d, allocs); len(ps) > 0 {
-			if err := s.Fence.commit(ctx, fence, ps); err != nil {
-				if !apierrors.IsConflict(err) {
-					return err
-				}
-				s.Metrics.FencedCycles.Inc()
-				log.FromContext(ctx).Info("another scheduler promised GPUs since this cycle's snapshot; deciding again")
-				s.wakeUp()
-				return nil
+	// The fence carries the promises of the writes still in flight too: another scheduler
+	// must count them until they land.
+	ps := promisesOf(d, allocs)
+	if fence != nil && len(ps) > 0 {
+		if err := s.Fence.commit(ctx, fence, append(ps, inflightPromises...)); err != nil {
+			if !apierrors.IsConflict(err) {
+				return nil, err
 			}
+			s.Metrics.FencedCycles.Inc()
+			log.FromContext(ctx).Info("another scheduler promised GPUs since this cycle's snapshot; deciding again")
+			s.wakeUp()
+			return nil, nil
 		}
 	}
 	defer stage("act") // with the fence's commit
-	return s.act(ctx, snap, allocs, d)
+	return s.dispatch(ctx, allocs, d, ps), nil
+}
+
+// touchesInflight returns the ID of a job that decisions d touch and that has a write in
+// flight, or "".
+func (s *Scheduler) touchesInflight(d sched.Decisions) string {
+	if s.inflight.len() == 0 {
+		return ""
+	}
+	for _, r := range d.Reservations {
+		if s.inflight.has(r.JobID) {
+			return r.JobID
+		}
+	}
+	for _, p := range d.Preemptions {
+		if s.inflight.has(p.JobID) {
+			return p.JobID
+		}
+	}
+	for _, st := range d.Starts {
+		if s.inflight.has(st.JobID) {
+			return st.JobID
+		}
+	}
+	return ""
 }
 
 // stageTimer returns a function that observes, for a stage of the cycle that began at
@@ -301,10 +352,14 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	if err := s.Client.List(ctx, &nodes); err != nil {
 		return nil, nil, err
 	}
+	// The writes in flight are read before the list: one that ends in between is then shown
+	// by both (the list has it as written), never by neither.
+	wants := s.inflight.wants()
 	items, err := s.listAllocations(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	overlay(items, wants)
 	var pods corev1.PodList
 	if err := s.Client.List(ctx, &pods); err != nil {
 		return nil, nil, err

@@ -1,0 +1,210 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
+	"github.com/pickyman/pickyman/api/v1alpha1"
+	"github.com/pickyman/pickyman/operator/internal/allocation"
+	"github.com/pickyman/pickyman/operator/internal/metrics"
+	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/sched"
+)
+
+// gate holds every Allocation status write until opened.
+type gate struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newGate() *gate { return &gate{ch: make(chan struct{})} }
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+
+// client returns c with its Allocation status writes held at the gate.
+func (g *gate) client(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*v1alpha1.Allocation); ok {
+				<-g.ch
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+}
+
+func gpuNodeObj(name string) *corev1.Node {
+	n := gpuNode(name, 8)
+	return &n
+}
+
+// promisedOn returns the GPUs the Allocations in c hold on each node, and the jobs holding
+// them.
+func promisedOn(t *testing.T, c client.Reader) (map[string]int32, []string) {
+	t.Helper()
+	var list v1alpha1.AllocationList
+	if err := c.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	gpus := map[string]int32{}
+	var jobs []string
+	for i := range list.Items {
+		if a := &list.Items[i]; allocation.HoldsGPUs(a) {
+			jobs = append(jobs, a.Name)
+			for n, g := range allocation.GPUsByNode(a.Status.Placement) {
+				gpus[n] += g
+			}
+		}
+	}
+	return gpus, jobs
+}
+
+// TestCycleReturnsBeforeItsWrites: a cycle sends its Allocation writes and returns; the
+// next cycle runs while the admission is still in flight and the cache shows the job
+// Queued. Its snapshot shows the admission as the write will leave it, so a job that FIFO
+// puts first is not promised the same GPUs; once the write ends, the next cycle sees the
+// outcome.
+func TestCycleReturnsBeforeItsWrites(t *testing.T) {
+	ctx := context.Background()
+	lc := newLaggingCluster(t, gpuNodeObj("n"), queuedAllocation("a", 8, utiltesting.Epoch))
+	g := newGate()
+	defer g.open()
+	lc.client = g.client(lc.client)
+	s, _ := newAssumingScheduler(t, lc, "fifo", clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour)))
+
+	b, err := s.cycle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == nil {
+		t.Fatal("the cycle sent no writes; want a's admission")
+	}
+	select {
+	case <-b.done:
+		t.Fatal("the batch ended with its write held at the gate")
+	default:
+	}
+	if !s.inflight.has("ns/a") {
+		t.Fatal("a's admission is not recorded as in flight")
+	}
+	// A job submitted earlier reaches the cache; FIFO puts it first.
+	early := queuedAllocation("early", 8, utiltesting.Epoch.Add(-time.Minute))
+	if err := lc.server.Create(ctx, early); err != nil {
+		t.Fatal(err)
+	}
+	lc.show(early)
+	b2, err := s.cycle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2 != nil {
+		t.Errorf("the cycle with a's admission in flight sent %d steps of writes; node n has no GPU left", len(b2.steps))
+	}
+	g.open()
+	if err := b.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if b2 != nil {
+		_ = b2.wait()
+	}
+	if s.inflight.len() != 0 {
+		t.Errorf("%d writes still recorded in flight after their batch ended", s.inflight.len())
+	}
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gpus, jobs := promisedOn(t, lc.server)
+	if gpus["n"] > 8 || len(jobs) != 1 || jobs[0] != "a" {
+		t.Fatalf("node n promised %d GPUs of 8 to %v, want 8 to a", gpus["n"], jobs)
+	}
+}
+
+// TestFenceCarriesWritesInFlight: scheduler a's first cycle admits j1 on one node and its
+// write is still in flight when a's second cycle admits j2 on the other and swaps the
+// fence. Scheduler b (leader election off) then reads the fence: it must still count j1's
+// promise, which no write has carried out yet, or it starts a high-priority job on j1's
+// GPUs.
+func TestFenceCarriesWritesInFlight(t *testing.T) {
+	ctx := context.Background()
+	lc := newLaggingCluster(t, gpuNodeObj("n1"), gpuNodeObj("n2"), queuedAllocation("j1", 8, utiltesting.Epoch))
+	g := newGate()
+	defer g.open()
+	held := g.client(lc.server)
+	clk := clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour))
+	key := types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}
+	newScheduler := func(c client.Client, id string) *Scheduler {
+		conf := &configv1.Configuration{}
+		conf.Default()
+		pol, err := policies.ByName("kueue") // priority first
+		if err != nil {
+			t.Fatal(err)
+		}
+		return New(Scheduler{Client: c, Reader: c, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
+			Fence: &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: id}})
+	}
+	a, b := newScheduler(held, "a"), newScheduler(lc.server, "b")
+
+	b1, err := a.cycle(ctx)
+	if err != nil || b1 == nil {
+		t.Fatalf("a's first cycle: batch %v, %v; want j1's admission sent", b1, err)
+	}
+	if err := lc.server.Create(ctx, queuedAllocation("j2", 8, utiltesting.Epoch.Add(time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := a.cycle(ctx)
+	if err != nil || b2 == nil {
+		t.Fatalf("a's second cycle: batch %v, %v; want j2's admission sent", b2, err)
+	}
+	h := queuedAllocation("h", 8, utiltesting.Epoch.Add(2*time.Minute))
+	h.Spec.Priority = 100
+	if err := lc.server.Create(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.open()
+	for _, bt := range []*batch{b1, b2} {
+		if err := bt.wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gpus, jobs := promisedOn(t, lc.server)
+	for _, n := range []string{"n1", "n2"} {
+		if gpus[n] > 8 {
+			t.Errorf("node %s promised %d GPUs of 8 (jobs holding GPUs: %v)", n, gpus[n], jobs)
+		}
+	}
+	if len(jobs) != 2 {
+		t.Errorf("jobs holding GPUs: %v, want j1 and j2", jobs)
+	}
+}
+
+// TestLimitStartsCountsRoomLeft: the starts kept fit the room the promises in flight leave;
+// with none left, no start is kept, however small.
+func TestLimitStartsCountsRoomLeft(t *testing.T) {
+	d := sched.Decisions{Starts: []sched.Start{
+		{JobID: "a", Placement: []sched.Slot{{Node: "n1", Workers: 1, GPUs: 1}, {Node: "n2", Workers: 1, GPUs: 1}}},
+		{JobID: "b", Placement: []sched.Slot{{Node: "n3", Workers: 1, GPUs: 1}}},
+	}}
+	for _, c := range []struct {
+		room    int
+		kept    int
+		limited bool
+	}{{room: 3, kept: 2}, {room: 2, kept: 1, limited: true}, {room: 1, kept: 1, limited: true}, {room: 0, kept: 0, limited: true}, {room: -5, kept: 0, limited: true}} {
+		got, limited := limitStarts(d, c.room)
+		if len(got.Starts) != c.kept || limited != c.limited {
+			t.Errorf("room %d: kept %d starts (limited %v), want %d (limited %v)", c.room, len(got.Starts), limited, c.kept, c.limited)
+		}
+	}
+}
