@@ -266,7 +266,7 @@ func waitCount(b *testing.B, c client.Client, ns string, n int, phase v1alpha1.A
 }
 
 // cycleStages are the stages of a cycle (scheduling_cycle_stage_seconds).
-var cycleStages = []string{"snapshot", "decide", "act", "writes"}
+var cycleStages = []string{"fence_read", "snapshot", "decide", "fence_swap", "act", "writes"}
 
 func histogramOf(b *testing.B, h prometheus.Histogram) *dto.Histogram {
 	b.Helper()

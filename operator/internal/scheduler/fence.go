@@ -68,12 +68,16 @@ type promise struct {
 	ResourceVersion string `json:"resourceVersion"`
 	Node            string `json:"node"`
 	GPUs            int32  `json:"gpus"`
+	// Holder is the scheduler that made the promise, and At when (Unix milliseconds). In a
+	// fence written without them, the Lease's holder and renew time stand in.
+	Holder string `json:"holder,omitempty"`
+	At     int64  `json:"at,omitempty"`
 }
 
 // fenceState is the fence as one cycle read it.
 type fenceState struct {
 	lease *coordinationv1.Lease
-	// others are the promises of another scheduler still within PromiseTTL.
+	// others are the promises of other schedulers still within PromiseTTL.
 	others []promise
 }
 
@@ -91,26 +95,46 @@ func (f *Fence) read(ctx context.Context) (*fenceState, error) {
 		return nil, fmt.Errorf("scheduler fence %s: %w", f.Key, err)
 	}
 	st := &fenceState{lease: l}
-	holder := ""
+	v := l.Annotations[annotationPromises]
+	if v == "" {
+		return st, nil
+	}
+	var all []promise
+	if err := json.Unmarshal([]byte(v), &all); err != nil {
+		// Promises that cannot be read cannot be counted: refuse to act on them.
+		return nil, fmt.Errorf("scheduler fence %s: promises: %w", f.Key, err)
+	}
+	holder, renewed := "", int64(0)
 	if l.Spec.HolderIdentity != nil {
 		holder = *l.Spec.HolderIdentity
 	}
-	if holder == "" || holder == f.Identity || l.Spec.RenewTime == nil || f.Clock.Since(l.Spec.RenewTime.Time) > PromiseTTL {
-		return st, nil
+	if l.Spec.RenewTime != nil {
+		renewed = l.Spec.RenewTime.UnixMilli()
 	}
-	if v := l.Annotations[annotationPromises]; v != "" {
-		if err := json.Unmarshal([]byte(v), &st.others); err != nil {
-			// Promises that cannot be read cannot be counted: refuse to act on them.
-			return nil, fmt.Errorf("scheduler fence %s: promises of %s: %w", f.Key, holder, err)
+	for _, p := range all {
+		if p.Holder == "" {
+			p.Holder, p.At = holder, renewed
 		}
+		if p.Holder == "" || p.Holder == f.Identity || f.Clock.Since(time.UnixMilli(p.At)) > PromiseTTL {
+			continue
+		}
+		st.others = append(st.others, p)
 	}
 	return st, nil
 }
 
-// commit swaps in this cycle's promises; it fails with a conflict if another scheduler
-// swapped since st was read.
-func (f *Fence) commit(ctx context.Context, st *fenceState, ps []promise) error {
-	b, err := json.Marshal(ps)
+// commit swaps in this scheduler's promises ps and the promises of others it keeps (each
+// with its own holder and time); it fails with a conflict if another scheduler swapped
+// since st was read.
+func (f *Fence) commit(ctx context.Context, st *fenceState, ps, others []promise) error {
+	at := f.Clock.Now().UnixMilli()
+	all := make([]promise, 0, len(ps)+len(others))
+	for _, p := range ps {
+		p.Holder, p.At = f.Identity, at
+		all = append(all, p)
+	}
+	all = append(all, others...)
+	b, err := json.Marshal(all)
 	if err != nil {
 		return err
 	}
@@ -126,18 +150,26 @@ func (f *Fence) commit(ctx context.Context, st *fenceState, ps []promise) error 
 }
 
 // countPromises adds to the snapshot's nodes the GPUs of the fence's other promises whose
-// write has not landed: their Allocation is listed at the version they were decided on.
-func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, ps []promise) {
+// write has not landed: their Allocation is listed at the version they were decided on. It
+// returns the promises that a swap of this scheduler must keep in the fence: those whose
+// write has not landed as far as this snapshot shows (listed at their version, or not
+// listed: another scheduler's cache may show what this one's does not yet). Promises are
+// otherwise dropped only past PromiseTTL.
+func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation, ps []promise) []promise {
 	idx := make(map[string]int, len(snap.Nodes))
 	for i := range snap.Nodes {
 		idx[snap.Nodes[i].Name] = i
 	}
+	var keep []promise
 	for _, p := range ps {
+		a := allocs[p.Job]
+		if a == nil || a.ResourceVersion == p.ResourceVersion {
+			keep = append(keep, p)
+		}
 		k, ok := idx[p.Node]
 		if !ok {
 			continue
 		}
-		a := allocs[p.Job]
 		if a == nil || a.ResourceVersion != p.ResourceVersion {
 			continue // gone, or changed since: the listing shows the outcome
 		}
@@ -149,6 +181,7 @@ func countPromises(snap *sched.Snapshot, allocs map[string]*v1alpha1.Allocation,
 			snap.Nodes[k].Used += extra
 		}
 	}
+	return keep
 }
 
 // MaxPromises bounds the promises one cycle carries out (a start promises GPUs on each node

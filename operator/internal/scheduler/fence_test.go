@@ -163,10 +163,10 @@ func TestFencePromises(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := []promise{{Job: "ns/j", Node: "n", GPUs: 8}}
-	if err := a.commit(ctx, sa, ps); err != nil {
+	if err := a.commit(ctx, sa, ps, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.commit(ctx, sb, ps); err == nil {
+	if err := b.commit(ctx, sb, ps, nil); err == nil {
 		t.Fatal("both schedulers swapped the fence they read at the same version")
 	}
 	if st, err := b.read(ctx); err != nil || len(st.others) != 1 {
@@ -175,9 +175,28 @@ func TestFencePromises(t *testing.T) {
 	if st, err := a.read(ctx); err != nil || len(st.others) != 0 {
 		t.Fatalf("a reads %+v (%v), want none of its own", st, err)
 	}
-	clk.Step(PromiseTTL + time.Second)
+	// b swaps in a promise of its own 10 s later and keeps a's, which stays a's, with a's
+	// time.
+	clk.Step(10 * time.Second)
+	sb, err = b.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.commit(ctx, sb, []promise{{Job: "ns/k", Node: "m", GPUs: 4}}, sb.others); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := a.read(ctx); err != nil || len(st.others) != 1 || st.others[0].Job != "ns/k" || st.others[0].Holder != "b" {
+		t.Fatalf("a reads %+v (%v), want b's promise only", st, err)
+	}
+	if st, err := b.read(ctx); err != nil || len(st.others) != 1 || st.others[0].Job != "ns/j" || st.others[0].Holder != "a" {
+		t.Fatalf("b reads %+v (%v), want a's promise, kept", st, err)
+	}
+	clk.Step(PromiseTTL - 5*time.Second) // past a's promise's TTL, within b's
 	if st, err := b.read(ctx); err != nil || len(st.others) != 0 {
-		t.Fatalf("b reads %+v (%v) past the TTL, want none", st, err)
+		t.Fatalf("b reads %+v (%v) past the TTL of a's promise, want none", st, err)
+	}
+	if st, err := a.read(ctx); err != nil || len(st.others) != 1 {
+		t.Fatalf("a reads %+v (%v), want b's promise, within its TTL", st, err)
 	}
 }
 
@@ -197,12 +216,14 @@ func TestCountPromises(t *testing.T) {
 	for name, tc := range map[string]struct {
 		alloc *v1alpha1.Allocation
 		want  int32
+		// kept: whether a swap keeps the promise in the fence.
+		kept bool
 	}{
-		"start not landed":                {alloc: alloc("5", v1alpha1.AllocationQueued, 0), want: 8},
+		"start not landed":                {alloc: alloc("5", v1alpha1.AllocationQueued, 0), want: 8, kept: true},
 		"start landed":                    {alloc: alloc("6", v1alpha1.AllocationAdmitted, 8), want: 0},
 		"admitted, then suspended":        {alloc: alloc("9", v1alpha1.AllocationQueued, 0), want: 0},
-		"grow not landed: the added GPUs": {alloc: alloc("5", v1alpha1.AllocationAdmitted, 4), want: 4},
-		"deleted":                         {want: 0},
+		"grow not landed: the added GPUs": {alloc: alloc("5", v1alpha1.AllocationAdmitted, 4), want: 4, kept: true},
+		"deleted, or not cached yet":      {want: 0, kept: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			snap := &sched.Snapshot{Nodes: []sched.Node{{Name: "n", GPUs: 8}}}
@@ -210,9 +231,12 @@ func TestCountPromises(t *testing.T) {
 			if tc.alloc != nil {
 				allocs["ns/j"] = tc.alloc
 			}
-			countPromises(snap, allocs, []promise{p})
+			kept := countPromises(snap, allocs, []promise{p})
 			if got := snap.Nodes[0].Used; got != tc.want {
 				t.Errorf("used %d, want %d", got, tc.want)
+			}
+			if (len(kept) == 1) != tc.kept {
+				t.Errorf("kept %v, want kept: %v", kept, tc.kept)
 			}
 		})
 	}

@@ -208,3 +208,62 @@ func TestLimitStartsCountsRoomLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestFenceKeepsAnothersPromises: scheduler b's admission of j1 is in flight when scheduler
+// a counts b's promise, admits j2 on the other node and swaps the fence. a's next cycle
+// reads a fence that a swapped last: b's promise must still be in it, or a starts a
+// high-priority job on the GPUs b promised j1.
+func TestFenceKeepsAnothersPromises(t *testing.T) {
+	ctx := context.Background()
+	lc := newLaggingCluster(t, gpuNodeObj("n1"), gpuNodeObj("n2"), queuedAllocation("j1", 8, utiltesting.Epoch))
+	g := newGate()
+	defer g.open()
+	clk := clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour))
+	key := types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}
+	newScheduler := func(c client.Client, id string) *Scheduler {
+		conf := &configv1.Configuration{}
+		conf.Default()
+		pol, err := policies.ByName("kueue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return New(Scheduler{Client: c, Reader: c, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
+			Fence: &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: id}})
+	}
+	a, b := newScheduler(lc.server, "a"), newScheduler(g.client(lc.server), "b")
+
+	held, err := b.cycle(ctx)
+	if err != nil || held == nil {
+		t.Fatalf("b's cycle: batch %v, %v; want j1's admission sent", held, err)
+	}
+	// j2 goes before j1 in a's order, so a does not decide on j1 itself.
+	j2 := queuedAllocation("j2", 8, utiltesting.Epoch.Add(time.Minute))
+	j2.Spec.Priority = 50
+	if err := lc.server.Create(ctx, j2); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, jobs := promisedOn(t, lc.server); len(jobs) != 1 || jobs[0] != "j2" {
+		t.Fatalf("after a's first cycle jobs holding GPUs: %v, want j2 (j1's admission by b in flight)", jobs)
+	}
+	h := queuedAllocation("h", 8, utiltesting.Epoch.Add(2*time.Minute))
+	h.Spec.Priority = 100
+	if err := lc.server.Create(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.open()
+	if err := held.wait(); err != nil {
+		t.Fatal(err)
+	}
+	gpus, jobs := promisedOn(t, lc.server)
+	for _, n := range []string{"n1", "n2"} {
+		if gpus[n] > 8 {
+			t.Errorf("node %s promised %d GPUs of 8 (jobs holding GPUs: %v)", n, gpus[n], jobs)
+		}
+	}
+}
