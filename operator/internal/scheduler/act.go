@@ -32,6 +32,15 @@ type write struct {
 	send func(ctx context.Context, a *v1alpha1.Allocation) error
 }
 
+// swap is what a batch that promises GPUs swaps into the fence before its first write.
+type swap struct {
+	// read is the fence as the cycle read it.
+	read *fenceState
+	// own are this scheduler's promises: the cycle's (mine) and those of its writes still in
+	// flight; others are the other schedulers' promises it keeps.
+	own, others, mine []promise
+}
+
 // batch is the writes of one cycle's decisions, in steps: reservations, then preemptions,
 // then starts, then the expired reservations' removal. Each step's writes touch different
 // Allocations, so they go out concurrently (WriteConcurrency at a time, shared by every
@@ -54,13 +63,15 @@ func (s *Scheduler) act(ctx context.Context, _ *sched.Snapshot, allocs map[strin
 	return s.dispatch(ctx, allocs, d, nil).wait()
 }
 
-// dispatch prepares the writes that carry out decisions d (promising ps in the fence),
-// records them as in flight, and sends them in the background; it returns at once. A
+// dispatch prepares the writes that carry out decisions d, records them as in flight, and
+// sends them in the background; it returns at once. A batch that promises GPUs first swaps
+// sw into the fence; if another scheduler swapped since the cycle read it, nothing of the
+// batch is written and the next cycle decides again. A
 // decision whose Allocation changed since the snapshot fails on its resourceVersion and is
 // dropped; the next cycle decides again on fresh state. Until a write ends, the snapshots
 // show its Allocation as the write leaves it (inflight), so a later cycle never promises
 // the same GPUs again; when a batch ends, the scheduler is woken to decide on its outcome.
-func (s *Scheduler) dispatch(ctx context.Context, allocs map[string]*v1alpha1.Allocation, d sched.Decisions, ps []promise) *batch {
+func (s *Scheduler) dispatch(ctx context.Context, allocs map[string]*v1alpha1.Allocation, d sched.Decisions, sw *swap) *batch {
 	b := &batch{done: make(chan struct{})}
 	var step []*write
 	add := func(w *write) {
@@ -105,12 +116,18 @@ func (s *Scheduler) dispatch(ctx context.Context, allocs map[string]*v1alpha1.Al
 	}
 	next()
 	byJob := map[string][]promise{}
-	for _, p := range ps {
-		byJob[p.Job] = append(byJob[p.Job], p)
-	}
 	var all []*write
 	for _, st := range b.steps {
 		all = append(all, st...)
+	}
+	var turn <-chan struct{}
+	var swapped func()
+	if sw != nil {
+		for _, p := range sw.mine {
+			byJob[p.Job] = append(byJob[p.Job], p)
+		}
+		// Swaps go out in the order of their cycles, each after the one before.
+		turn, swapped = s.Fence.queue()
 	}
 	s.inflight.add(all, byJob)
 	start := time.Now()
@@ -119,6 +136,27 @@ func (s *Scheduler) dispatch(ctx context.Context, allocs map[string]*v1alpha1.Al
 		defer s.inflight.batches.Done()
 		defer close(b.done)
 		var errs []error
+		if sw != nil {
+			<-turn
+			t := time.Now()
+			err := s.Fence.commit(ctx, sw.read, sw.own, sw.others)
+			swapped()
+			s.Metrics.CycleStage.WithLabelValues("fence_swap").Observe(time.Since(t).Seconds())
+			if err != nil {
+				// Nothing of the batch is written: the next cycle decides again.
+				for _, w := range all {
+					s.inflight.end(w.job)
+				}
+				if apierrors.IsConflict(err) {
+					s.Metrics.FencedCycles.Inc()
+					log.FromContext(ctx).Info("another scheduler promised GPUs since this cycle's snapshot; deciding again")
+				} else {
+					b.err = err
+				}
+				s.wakeUp()
+				return
+			}
+		}
 		for _, st := range b.steps {
 			errs = append(errs, s.sendAll(ctx, st)...)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -40,8 +41,10 @@ import (
 // its writes). Since a cycle returns before its writes end, each swap carries the promises
 // of every write of the scheduler still in flight, not only the cycle's own.
 type Fence struct {
-	// Reader reads the Lease from the API server (never a cache: the read must be as fresh
-	// as the snapshot's); Client writes it.
+	// Reader reads the Lease, from the informer cache or the API server; Client writes it.
+	// A read from a cache that lags behind another scheduler's swap is safe: the swap that
+	// follows it fails on the resourceVersion, and the cycle decides again. One that lags
+	// behind this scheduler's own swaps goes against the Lease they left (commit).
 	Reader client.Reader
 	Client client.Client
 	Clock  clock.Clock
@@ -49,7 +52,22 @@ type Fence struct {
 	Key types.NamespacedName
 	// Identity names this scheduler in the Lease's holder.
 	Identity string
+
+	mu sync.Mutex
+	// after maps the resourceVersion each of this scheduler's recent swaps started from to
+	// the Lease it left (see commit).
+	after map[string]*coordinationv1.Lease
+	// order is after's keys, oldest first.
+	order []string
+	// last is closed when the last swap queued has ended.
+	last chan struct{}
+	// created is the Lease as this scheduler created it, if it did.
+	created *coordinationv1.Lease
 }
+
+// keepSwaps bounds how many of its own swaps a scheduler remembers (Fence.after); a cycle
+// reads a fence at most a few swaps old.
+const keepSwaps = 64
 
 // FenceName is the name of the fence's Lease.
 const FenceName = "pickyman-scheduler-fence"
@@ -86,9 +104,21 @@ func (f *Fence) read(ctx context.Context) (*fenceState, error) {
 	l := &coordinationv1.Lease{}
 	err := f.Reader.Get(ctx, f.Key, l)
 	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: f.Key.Name, Namespace: f.Key.Namespace}}
-		if err = f.Client.Create(ctx, l); apierrors.IsAlreadyExists(err) {
-			err = f.Reader.Get(ctx, f.Key, l)
+		f.mu.Lock()
+		known := f.created
+		f.mu.Unlock()
+		if known != nil {
+			// Created by this scheduler, and not in the cache yet.
+			l, err = known.DeepCopy(), nil
+		} else {
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: f.Key.Name, Namespace: f.Key.Namespace}}
+			if err = f.Client.Create(ctx, l); apierrors.IsAlreadyExists(err) {
+				err = f.Reader.Get(ctx, f.Key, l)
+			} else if err == nil {
+				f.mu.Lock()
+				f.created = l.DeepCopy()
+				f.mu.Unlock()
+			}
 		}
 	}
 	if err != nil {
@@ -123,10 +153,41 @@ func (f *Fence) read(ctx context.Context) (*fenceState, error) {
 	return st, nil
 }
 
+// queue takes the next turn to swap: it returns a channel that is closed when every swap
+// queued before has ended, and the function that ends this one.
+func (f *Fence) queue() (<-chan struct{}, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	prev := f.last
+	if prev == nil {
+		prev = make(chan struct{})
+		close(prev)
+	}
+	mine := make(chan struct{})
+	f.last = mine
+	return prev, sync.OnceFunc(func() { close(mine) })
+}
+
 // commit swaps in this scheduler's promises ps and the promises of others it keeps (each
 // with its own holder and time); it fails with a conflict if another scheduler swapped
 // since st was read.
+//
+// Swaps of one scheduler are sent after their cycles, one at a time in the cycles' order
+// (queue), so a cycle may have read the fence before the swaps of the cycles just before it
+// landed. Those swaps changed nothing but this scheduler's own promises, which the cycle's
+// snapshot holds as writes in flight: the swap then goes against the Lease they left. Any
+// other scheduler's swap in between still fails it.
 func (f *Fence) commit(ctx context.Context, st *fenceState, ps, others []promise) error {
+	base := st.lease
+	f.mu.Lock()
+	for i := 0; i < keepSwaps; i++ {
+		next, ok := f.after[base.ResourceVersion]
+		if !ok {
+			break
+		}
+		base = next
+	}
+	f.mu.Unlock()
 	at := f.Clock.Now().UnixMilli()
 	all := make([]promise, 0, len(ps)+len(others))
 	for _, p := range ps {
@@ -138,7 +199,7 @@ func (f *Fence) commit(ctx context.Context, st *fenceState, ps, others []promise
 	if err != nil {
 		return err
 	}
-	l := st.lease.DeepCopy()
+	l := base.DeepCopy()
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
@@ -146,7 +207,21 @@ func (f *Fence) commit(ctx context.Context, st *fenceState, ps, others []promise
 	now := metav1.NewMicroTime(f.Clock.Now())
 	id := f.Identity
 	l.Spec.HolderIdentity, l.Spec.RenewTime = &id, &now
-	return f.Client.Update(ctx, l)
+	if err := f.Client.Update(ctx, l); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.after == nil {
+		f.after = map[string]*coordinationv1.Lease{}
+	}
+	f.after[base.ResourceVersion] = l
+	f.order = append(f.order, base.ResourceVersion)
+	if len(f.order) > keepSwaps {
+		delete(f.after, f.order[0])
+		f.order = f.order[1:]
+	}
+	return nil
 }
 
 // countPromises adds to the snapshot's nodes the GPUs of the fence's other promises whose

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -265,5 +267,61 @@ func TestFenceKeepsAnothersPromises(t *testing.T) {
 		if gpus[n] > 8 {
 			t.Errorf("node %s promised %d GPUs of 8 (jobs holding GPUs: %v)", n, gpus[n], jobs)
 		}
+	}
+}
+
+// TestSwapsFollowOwnSwaps: a cycle reads the fence while the swap of the cycle before it is
+// still held; its own swap goes after that one, against the Lease it left, and does not
+// fail on a change that was this scheduler's own. Both jobs are admitted and no cycle is
+// counted as fenced.
+func TestSwapsFollowOwnSwaps(t *testing.T) {
+	ctx := context.Background()
+	lc := newLaggingCluster(t, gpuNodeObj("n1"), gpuNodeObj("n2"), queuedAllocation("j1", 8, utiltesting.Epoch))
+	g := newGate()
+	defer g.open()
+	held := interceptor.NewClient(lc.server, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if _, ok := obj.(*coordinationv1.Lease); ok {
+				<-g.ch
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	clk := clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour))
+	conf := &configv1.Configuration{}
+	conf.Default()
+	pol, err := policies.ByName("fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Scheduler{Client: held, Reader: held, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
+		Fence: &Fence{Reader: held, Client: held, Clock: clk, Key: types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}, Identity: "a"}})
+	b1, err := s.cycle(ctx)
+	if err != nil || b1 == nil {
+		t.Fatalf("first cycle: batch %v, %v", b1, err)
+	}
+	if err := lc.server.Create(ctx, queuedAllocation("j2", 8, utiltesting.Epoch.Add(time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := s.cycle(ctx)
+	if err != nil || b2 == nil {
+		t.Fatalf("second cycle: batch %v, %v", b2, err)
+	}
+	g.open()
+	for _, b := range []*batch{b1, b2} {
+		if err := b.wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m dto.Metric
+	if err := s.Metrics.FencedCycles.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n != 0 {
+		t.Errorf("%v cycles fenced off by this scheduler's own swap", n)
+	}
+	gpus, jobs := promisedOn(t, lc.server)
+	if len(jobs) != 2 || gpus["n1"] > 8 || gpus["n2"] > 8 {
+		t.Errorf("jobs holding GPUs: %v (GPUs by node %v), want j1 and j2, one on each node", jobs, gpus)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -292,27 +291,16 @@ func (s *Scheduler) cycle(ctx context.Context) (*batch, error) {
 	inflightPromises := s.inflight.promises()
 	d, _ = limitStarts(d, MaxPromises-len(inflightPromises)-len(othersKept))
 
-	// 4. Act, once the fence holds this cycle's promises; if another scheduler swapped it
-	// since this cycle read it, this cycle's snapshot may miss that one's promises: decide
-	// again.
-	// The fence carries the promises of this scheduler's writes still in flight too, and
-	// the other schedulers' promises that have not landed: another scheduler must count
-	// them until they land.
-	ps := promisesOf(d, allocs)
-	if fence != nil && len(ps) > 0 {
-		if err := s.Fence.commit(ctx, fence, append(ps, inflightPromises...), othersKept); err != nil {
-			if !apierrors.IsConflict(err) {
-				return nil, err
-			}
-			s.Metrics.FencedCycles.Inc()
-			log.FromContext(ctx).Info("another scheduler promised GPUs since this cycle's snapshot; deciding again")
-			s.wakeUp()
-			return nil, nil
-		}
-		stage("fence_swap")
-	}
+	// 4. Act: the writes are sent after the cycle; a batch that promises GPUs first swaps
+	// its promises into the fence (see dispatch). The fence carries the promises of this
+	// scheduler's writes still in flight too, and the other schedulers' promises that have
+	// not landed: another scheduler must count them until they land.
 	defer stage("act")
-	return s.dispatch(ctx, allocs, d, ps), nil
+	var sw *swap
+	if ps := promisesOf(d, allocs); fence != nil && len(ps) > 0 {
+		sw = &swap{read: fence, own: append(ps, inflightPromises...), others: othersKept, mine: ps}
+	}
+	return s.dispatch(ctx, allocs, d, sw), nil
 }
 
 // touchesInflight returns the ID of a job that decisions d touch and that has a write in

@@ -12,9 +12,11 @@ import (
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -138,6 +140,12 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		Metrics:                       metricsserver.Options{BindAddress: m.MetricsBindAddress},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAlloc)},
+			// The scheduler fence is read from the cache (the only Lease cached: the operator
+			// may list Leases in its own namespace only).
+			&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{OperatorNamespace(conf): {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", scheduler.FenceName),
+			},
 		}},
 	}
 	// Every Allocation write of the process is recorded, so that the scheduler's snapshot can
@@ -190,7 +198,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		Cache:    mgr.GetCache(),
 		Pods:     bound,
 		Fence: &scheduler.Fence{
-			Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Clock: opts.Clock,
+			Reader: mgr.GetClient(), Client: mgr.GetClient(), Clock: opts.Clock,
 			Key:      types.NamespacedName{Namespace: OperatorNamespace(conf), Name: scheduler.FenceName},
 			Identity: fenceIdentity(),
 		},
