@@ -154,26 +154,21 @@ func (as *Assumed) Len() int {
 }
 
 // List lists the Allocations from cache with the assumptions in place of what the cache does
-// not show yet; after a write of unknown outcome, from api instead. The items listed from
-// cache share their fields' contents with the cache: callers must not change them in place,
-// only copies (a field set on an item itself is its own).
-func (as *Assumed) List(ctx context.Context, cache, api client.Reader) ([]v1alpha1.Allocation, error) {
+// not show yet; after a write of unknown outcome, from api instead. The Allocations listed
+// from cache are the cache's own: callers must not change them, only copies.
+func (as *Assumed) List(ctx context.Context, cache Lister, api client.Reader) ([]*v1alpha1.Allocation, error) {
 	as.mu.Lock()
 	unsure := as.unsure
 	fromAPI := unsure != as.listed
 	as.mu.Unlock()
-	src := cache
+	var list []*v1alpha1.Allocation
+	var err error
 	if fromAPI {
-		src = api
+		list, err = ReaderLister(api)(ctx)
+	} else {
+		list, err = cache(ctx)
 	}
-	var list v1alpha1.AllocationList
-	var opts []client.ListOption
-	if !fromAPI {
-		// The cycle only reads what it lists; what it writes it copies first (dispatch).
-		// Copying every cached Allocation was most of a snapshot's time at 5,000 of them.
-		opts = append(opts, client.UnsafeDisableDeepCopy)
-	}
-	if err := src.List(ctx, &list, opts...); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if fromAPI {
@@ -181,7 +176,7 @@ func (as *Assumed) List(ctx context.Context, cache, api client.Reader) ([]v1alph
 		as.listed = max(as.listed, unsure)
 		as.mu.Unlock()
 	}
-	items, check := as.overlay(list.Items)
+	items, check := as.overlay(list)
 	// An assumed object that the list has lacked for Grace: ask the API server whether it
 	// still exists (outside the lock: writes record assumptions meanwhile).
 	for _, key := range check {
@@ -200,9 +195,9 @@ func (as *Assumed) List(ctx context.Context, cache, api client.Reader) ([]v1alph
 		default:
 			if rv, perr := strconv.ParseUint(fresh.ResourceVersion, 10, 64); perr != nil || !ok || rv >= asm.rv {
 				delete(as.objs, key)
-				items = append(items, *fresh)
+				items = append(items, fresh)
 			} else {
-				items = append(items, *asm.obj.DeepCopy())
+				items = append(items, asm.obj.DeepCopy())
 			}
 		}
 		as.mu.Unlock()
@@ -214,7 +209,7 @@ func (as *Assumed) List(ctx context.Context, cache, api client.Reader) ([]v1alph
 // by the assumed object, adds the assumed ones the list lacks (created, not yet cached), and
 // forgets the assumptions the list has caught up with. It returns the keys of assumptions
 // the list has lacked for Grace or longer, left for the caller to read from the API server.
-func (as *Assumed) overlay(items []v1alpha1.Allocation) ([]v1alpha1.Allocation, []types.NamespacedName) {
+func (as *Assumed) overlay(items []*v1alpha1.Allocation) ([]*v1alpha1.Allocation, []types.NamespacedName) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	if len(as.objs) == 0 {
@@ -222,7 +217,7 @@ func (as *Assumed) overlay(items []v1alpha1.Allocation) ([]v1alpha1.Allocation, 
 	}
 	listed := make(map[types.NamespacedName]bool, len(as.objs))
 	for i := range items {
-		key := client.ObjectKeyFromObject(&items[i])
+		key := client.ObjectKeyFromObject(items[i])
 		asm, ok := as.objs[key]
 		if !ok {
 			continue
@@ -232,7 +227,7 @@ func (as *Assumed) overlay(items []v1alpha1.Allocation) ([]v1alpha1.Allocation, 
 			delete(as.objs, key)
 			continue
 		}
-		items[i] = *asm.obj.DeepCopy()
+		items[i] = asm.obj.DeepCopy()
 	}
 	now := as.Clock.Now()
 	var check []types.NamespacedName
@@ -242,7 +237,7 @@ func (as *Assumed) overlay(items []v1alpha1.Allocation) ([]v1alpha1.Allocation, 
 		case now.Sub(asm.at) >= as.Grace:
 			check = append(check, key)
 		default:
-			items = append(items, *asm.obj.DeepCopy())
+			items = append(items, asm.obj.DeepCopy())
 		}
 	}
 	return items, check

@@ -292,12 +292,12 @@ func TestAssumedKeepsLaterWrite(t *testing.T) {
 	as.Assume(earlier)
 	cached := queuedAllocation("a", 1, utiltesting.Epoch)
 	cached.ResourceVersion = "10"
-	items, _ := as.overlay([]v1alpha1.Allocation{*cached})
+	items, _ := as.overlay([]*v1alpha1.Allocation{cached.DeepCopy()})
 	if len(items) != 1 || items[0].ResourceVersion != "12" || items[0].Status.Phase != v1alpha1.AllocationAdmitted {
 		t.Errorf("overlay = %+v, want the write at resourceVersion 12", items)
 	}
 	cached.ResourceVersion = "12"
-	if items, _ := as.overlay([]v1alpha1.Allocation{*cached}); items[0].Status.Phase != v1alpha1.AllocationQueued || as.Len() != 0 {
+	if items, _ := as.overlay([]*v1alpha1.Allocation{cached.DeepCopy()}); items[0].Status.Phase != v1alpha1.AllocationQueued || as.Len() != 0 {
 		t.Errorf("the cache caught up, but the assumption is kept (%d held)", as.Len())
 	}
 }

@@ -99,13 +99,13 @@ func (f *inflight) promises() []promise {
 
 // overlay replaces, in items, every Allocation that has a write in wants by the Allocation
 // as the write leaves it.
-func overlay(items []v1alpha1.Allocation, wants map[string]*v1alpha1.Allocation) {
+func overlay(items []*v1alpha1.Allocation, wants map[string]*v1alpha1.Allocation) {
 	if len(wants) == 0 {
 		return
 	}
 	for i := range items {
-		if w, ok := wants[allocation.JobID(&items[i])]; ok {
-			items[i] = *w.DeepCopy()
+		if w, ok := wants[allocation.JobID(items[i])]; ok {
+			items[i] = w.DeepCopy()
 		}
 	}
 }

@@ -2,13 +2,17 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -323,5 +327,50 @@ func TestSwapsFollowOwnSwaps(t *testing.T) {
 	gpus, jobs := promisedOn(t, lc.server)
 	if len(jobs) != 2 || gpus["n1"] > 8 || gpus["n2"] > 8 {
 		t.Errorf("jobs holding GPUs: %v (GPUs by node %v), want j1 and j2, one on each node", jobs, gpus)
+	}
+}
+
+// TestCycleLeavesCachedAllocationsUnchanged: the snapshot reads the cached Allocations
+// without copying them, so a cycle that starts a job and drops an expired reservation must
+// change only copies: the cache's objects are as they were.
+func TestCycleLeavesCachedAllocationsUnchanged(t *testing.T) {
+	ctx := context.Background()
+	expired := queuedAllocation("r", 16, utiltesting.Epoch.Add(-time.Hour))
+	at := metav1.NewTime(utiltesting.Epoch)
+	expired.Status.Reserved = []v1alpha1.NodeAssignment{{PodSet: "Master", Node: "n", Pods: 1, GPUs: 8}}
+	expired.Status.ReservedAt = &at
+	lc := newLaggingCluster(t, gpuNodeObj("n"), queuedAllocation("a", 8, utiltesting.Epoch), expired)
+	// Reservations time out after an hour (the default).
+	s, _ := newAssumingScheduler(t, lc, "fifo", clocktesting.NewFakeClock(utiltesting.Epoch.Add(2*time.Hour)))
+	var list v1alpha1.AllocationList
+	if err := lc.cache.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	var cached, before []*v1alpha1.Allocation
+	for i := range list.Items {
+		cached = append(cached, &list.Items[i])
+		before = append(before, list.Items[i].DeepCopy())
+	}
+	s.Allocations = func(context.Context) ([]*v1alpha1.Allocation, error) { return slices.Clone(cached), nil }
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cached {
+		if !equality.Semantic.DeepEqual(cached[i], before[i]) {
+			t.Errorf("the cycle changed the cached Allocation %s: %s", cached[i].Name, cmp.Diff(before[i], cached[i]))
+		}
+	}
+	got := &v1alpha1.Allocation{}
+	if err := lc.server.Get(ctx, client.ObjectKeyFromObject(expired), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ReservedAt != nil {
+		t.Errorf("the expired reservation's removal was not written")
+	}
+	if err := lc.server.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "a"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.AllocationAdmitted {
+		t.Errorf("a is %s, want Admitted", got.Status.Phase)
 	}
 }

@@ -38,14 +38,18 @@ type Scheduler struct {
 	// and what Assumed asks of it otherwise.
 	Reader client.Reader
 	// Assumed, if set, holds the process's Allocation writes that the cache may not show
-	// yet: the snapshot's Allocations then come from the cache (Client) with them in place
-	// (see Assumed); without it they are listed from the API server (Reader) at each cycle.
-	Assumed  *Assumed
-	Recorder events.EventRecorder
-	Clock    clock.WithTicker
-	Config   *configv1.Configuration
-	Metrics  *metrics.Metrics
-	Policy   sched.Policy
+	// yet: the snapshot's Allocations then come from the cache (Allocations, or Client) with
+	// them in place (see Assumed); without it they are listed from the API server (Reader)
+	// at each cycle.
+	Assumed *Assumed
+	// Allocations, if set, lists the cached Allocations without copying them (StoreLister);
+	// without it they are listed through Client.
+	Allocations Lister
+	Recorder    events.EventRecorder
+	Clock       clock.WithTicker
+	Config      *configv1.Configuration
+	Metrics     *metrics.Metrics
+	Policy      sched.Policy
 	// Observer, if set, is told what happens to jobs (a learning policy); New sets it to the
 	// policy when the policy is one.
 	Observer sched.Observer
@@ -370,8 +374,7 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	progress := make(map[string]allocation.PodProgress, len(byAlloc))
 	allocs := make(map[string]*v1alpha1.Allocation, len(items))
 	s.reservationDue = time.Time{}
-	for i := range items {
-		a := &items[i]
+	for i, a := range items {
 		if a.Status.Phase == v1alpha1.AllocationQueued && len(a.Status.Reserved) > 0 && a.Status.ReservedAt != nil {
 			due := a.Status.ReservedAt.Add(s.Config.ReservationTimeout.Duration + time.Nanosecond)
 			if due.After(now) && (s.reservationDue.IsZero() || due.Before(s.reservationDue)) {
@@ -384,7 +387,10 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 			progress[id] = allocation.ReadProgress(ps)
 		}
 		if s.reservationExpired(a, now) {
-			a.Status.Reserved = nil
+			// a may be the cache's own: the change goes to a copy.
+			c := *a
+			c.Status.Reserved = nil
+			items[i], allocs[id] = &c, &c
 		}
 	}
 	bound := pods.Items
@@ -403,15 +409,15 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 
 // listAllocations reads every Allocation: from the cache with the assumed writes in place,
 // or from the API server without Assumed.
-func (s *Scheduler) listAllocations(ctx context.Context) ([]v1alpha1.Allocation, error) {
-	if s.Assumed != nil {
-		return s.Assumed.List(ctx, s.Client, s.Reader)
+func (s *Scheduler) listAllocations(ctx context.Context) ([]*v1alpha1.Allocation, error) {
+	if s.Assumed == nil {
+		return ReaderLister(s.Reader)(ctx)
 	}
-	var list v1alpha1.AllocationList
-	if err := s.Reader.List(ctx, &list); err != nil {
-		return nil, err
+	cached := s.Allocations
+	if cached == nil {
+		cached = ReaderLister(s.Client, client.UnsafeDisableDeepCopy)
 	}
-	return list.Items, nil
+	return s.Assumed.List(ctx, cached, s.Reader)
 }
 
 func (s *Scheduler) reservationExpired(a *v1alpha1.Allocation, now time.Time) bool {

@@ -21,7 +21,7 @@ import (
 // every other live pod bound to the node (other workloads, and pods of a deleted job whose
 // Allocation is gone). pods are the pods bound to nodes, of every workload; a pod counts
 // until it has Succeeded or Failed.
-func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocation, pods []corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
+func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []*v1alpha1.Allocation, pods []corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
 	s := &sched.Snapshot{Now: now}
 	idx := map[string]int{}
 	for i := range nodes {
@@ -30,9 +30,11 @@ func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocat
 			s.Nodes = append(s.Nodes, n)
 		}
 	}
+	ids := make([]string, len(allocs))
 	known := make(map[string]bool, len(allocs))
-	for i := range allocs {
-		known[allocation.JobID(&allocs[i])] = true
+	for i, a := range allocs {
+		ids[i] = allocation.JobID(a)
+		known[ids[i]] = true
 	}
 	// held: job ID -> node -> GPUs its live pods hold; the rest of the pods count in full.
 	held := map[string]map[string]int32{}
@@ -56,9 +58,8 @@ func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []v1alpha1.Allocat
 		}
 		s.Nodes[k].Used += g
 	}
-	for i := range allocs {
-		a := &allocs[i]
-		id := allocation.JobID(a)
+	for i, a := range allocs {
+		id := ids[i]
 		var promised map[string]int32
 		if allocation.HoldsGPUs(a) {
 			promised = allocation.GPUsByNode(a.Status.Placement)

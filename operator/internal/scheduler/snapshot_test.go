@@ -93,7 +93,11 @@ func TestSnapshotCountsLivePods(t *testing.T) {
 			[]corev1.Pod{boundPod("run-0", "a", "run", 2, corev1.PodRunning), boundPod("other", "a", "", 1, corev1.PodRunning), boundPod("gone-0", "a", "gone", 1, corev1.PodRunning)}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := BuildSnapshot(utiltesting.Epoch, []corev1.Node{gpuNode("a", 8), gpuNode("b", 8)}, tc.allocs, tc.pods, nil, view)
+			allocs := make([]*v1alpha1.Allocation, len(tc.allocs))
+			for i := range tc.allocs {
+				allocs[i] = &tc.allocs[i]
+			}
+			s := BuildSnapshot(utiltesting.Epoch, []corev1.Node{gpuNode("a", 8), gpuNode("b", 8)}, allocs, tc.pods, nil, view)
 			for _, n := range s.Nodes {
 				if n.Name == "a" && n.Used != tc.want {
 					t.Errorf("node a used %d GPUs, want %d", n.Used, tc.want)

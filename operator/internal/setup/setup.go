@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -186,17 +188,22 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if err := mgr.Add(bound); err != nil {
 		return nil, err
 	}
+	allocs, err := allocationStore(mgr.GetCache())
+	if err != nil {
+		return nil, err
+	}
 	sch := scheduler.New(scheduler.Scheduler{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Assumed:  assumed,
-		Recorder: recorder,
-		Clock:    opts.Clock,
-		Config:   conf,
-		Metrics:  opts.Metrics,
-		Policy:   policy,
-		Cache:    mgr.GetCache(),
-		Pods:     bound,
+		Client:      mgr.GetClient(),
+		Reader:      mgr.GetAPIReader(),
+		Assumed:     assumed,
+		Allocations: allocs,
+		Recorder:    recorder,
+		Clock:       opts.Clock,
+		Config:      conf,
+		Metrics:     opts.Metrics,
+		Policy:      policy,
+		Cache:       mgr.GetCache(),
+		Pods:        bound,
 		Fence: &scheduler.Fence{
 			Reader: mgr.GetClient(), Client: mgr.GetClient(), Clock: opts.Clock,
 			Key:      types.NamespacedName{Namespace: OperatorNamespace(conf), Name: scheduler.FenceName},
@@ -304,3 +311,25 @@ func EnabledIntegrations(mapper meta.RESTMapper) ([]jobframework.Integration, er
 // Allocations and (un)suspending jobs is API-bound, and with one worker a burst of
 // submissions queues behind it.
 const JobWorkers = 4
+
+// allocationStore returns a lister of the cached Allocations that reads the informer's store
+// without copying (scheduler.StoreLister), or nil where the cache's informer has no store to
+// read: the scheduler then lists through the client.
+func allocationStore(c cache.Cache) (scheduler.Lister, error) {
+	inf, err := c.GetInformer(context.Background(), &v1alpha1.Allocation{})
+	if err != nil {
+		return nil, fmt.Errorf("allocation informer: %w", err)
+	}
+	st, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return nil, nil
+	}
+	store := st.GetStore()
+	return func(ctx context.Context) ([]*v1alpha1.Allocation, error) {
+		// As a list through the cache does, wait for the informer's first list.
+		if !inf.HasSynced() && !c.WaitForCacheSync(ctx) {
+			return nil, fmt.Errorf("allocation cache not synced: %w", ctx.Err())
+		}
+		return scheduler.StoreLister(store)(ctx)
+	}, nil
+}
