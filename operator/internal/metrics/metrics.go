@@ -82,7 +82,7 @@ func New() *Metrics {
 		}),
 		CycleStage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "scheduling_cycle_stage_seconds",
-			Help:    "Duration of each stage of a scheduling cycle: snapshot (reading the cluster's state), decide (the policy and validation), act (preparing the Allocation writes and sending them off), fence_read and fence_swap (reading the scheduler fence before the snapshot, swapping in the cycle's promises before act); writes: from a cycle's act until the last of its Allocation writes ended, after the cycle.",
+			Help:    "Duration of each stage of a scheduling cycle: snapshot (reading the cluster's state), decide (the policy and validation), act (preparing the Allocation writes and sending them off), fence_read (reading the scheduler fence before the snapshot); after the cycle, per batch of writes: fence_swap (swapping in its promises) and writes: from a cycle's act until the last of its Allocation writes ended, after the cycle.",
 			Buckets: cycleBuckets,
 		}, []string{"stage"}),
 		RejectedDecisions: prometheus.NewCounter(prometheus.CounterOpts{
