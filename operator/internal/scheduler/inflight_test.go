@@ -75,6 +75,20 @@ func promisedOn(t *testing.T, c client.Reader) (map[string]int32, []string) {
 	return gpus, jobs
 }
 
+// newFencedScheduler returns a scheduler of policy on c (no cache: it lists from c) with the
+// fence, named id.
+func newFencedScheduler(t *testing.T, c client.Client, clk *clocktesting.FakeClock, policy, id string) *Scheduler {
+	t.Helper()
+	conf := &configv1.Configuration{}
+	conf.Default()
+	pol, err := policies.ByName(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Scheduler{Client: c, Reader: c, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
+		Fence: &Fence{Reader: c, Client: c, Clock: clk, Key: types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}, Identity: id}})
+}
+
 // TestCycleReturnsBeforeItsWrites: a cycle sends its Allocation writes and returns; the
 // next cycle runs while the admission is still in flight and the cache shows the job
 // Queued. Its snapshot shows the admission as the write will leave it, so a job that FIFO
@@ -147,18 +161,8 @@ func TestFenceCarriesWritesInFlight(t *testing.T) {
 	defer g.open()
 	held := g.client(lc.server)
 	clk := clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour))
-	key := types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}
-	newScheduler := func(c client.Client, id string) *Scheduler {
-		conf := &configv1.Configuration{}
-		conf.Default()
-		pol, err := policies.ByName("kueue") // priority first
-		if err != nil {
-			t.Fatal(err)
-		}
-		return New(Scheduler{Client: c, Reader: c, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
-			Fence: &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: id}})
-	}
-	a, b := newScheduler(held, "a"), newScheduler(lc.server, "b")
+	// kueue: priority first.
+	a, b := newFencedScheduler(t, held, clk, "kueue", "a"), newFencedScheduler(t, lc.server, clk, "kueue", "b")
 
 	b1, err := a.cycle(ctx)
 	if err != nil || b1 == nil {
@@ -225,18 +229,7 @@ func TestFenceKeepsAnothersPromises(t *testing.T) {
 	g := newGate()
 	defer g.open()
 	clk := clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour))
-	key := types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}
-	newScheduler := func(c client.Client, id string) *Scheduler {
-		conf := &configv1.Configuration{}
-		conf.Default()
-		pol, err := policies.ByName("kueue")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return New(Scheduler{Client: c, Reader: c, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
-			Fence: &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: id}})
-	}
-	a, b := newScheduler(lc.server, "a"), newScheduler(g.client(lc.server), "b")
+	a, b := newFencedScheduler(t, lc.server, clk, "kueue", "a"), newFencedScheduler(t, g.client(lc.server), clk, "kueue", "b")
 
 	held, err := b.cycle(ctx)
 	if err != nil || held == nil {
@@ -291,15 +284,7 @@ func TestSwapsFollowOwnSwaps(t *testing.T) {
 			return c.Update(ctx, obj, opts...)
 		},
 	})
-	clk := clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour))
-	conf := &configv1.Configuration{}
-	conf.Default()
-	pol, err := policies.ByName("fifo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Scheduler{Client: held, Reader: held, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
-		Fence: &Fence{Reader: held, Client: held, Clock: clk, Key: types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}, Identity: "a"}})
+	s := newFencedScheduler(t, held, clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour)), "fifo", "a")
 	b1, err := s.cycle(ctx)
 	if err != nil || b1 == nil {
 		t.Fatalf("first cycle: batch %v, %v", b1, err)
