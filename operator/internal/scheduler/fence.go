@@ -86,8 +86,9 @@ type promise struct {
 	ResourceVersion string `json:"resourceVersion"`
 	Node            string `json:"node"`
 	GPUs            int32  `json:"gpus"`
-	// Holder is the scheduler that made the promise, and At when (Unix milliseconds). In a
-	// fence written without them, the Lease's holder and renew time stand in.
+	// Holder is the scheduler that made the promise, and At when (Unix milliseconds); for
+	// the promises of the scheduler that swapped the fence last they are left out, and the
+	// Lease's holder and renew time stand in.
 	Holder string `json:"holder,omitempty"`
 	At     int64  `json:"at,omitempty"`
 }
@@ -188,10 +189,12 @@ func (f *Fence) commit(ctx context.Context, st *fenceState, ps, others []promise
 		base = next
 	}
 	f.mu.Unlock()
-	at := f.Clock.Now().UnixMilli()
+	// This scheduler's own promises name no holder or time: the Lease's holder and renew
+	// time, which the swap sets, stand for them. That keeps a promise near 100 bytes, and a
+	// cycle's MaxPromises well within the API server's 256 KiB for annotations.
 	all := make([]promise, 0, len(ps)+len(others))
 	for _, p := range ps {
-		p.Holder, p.At = f.Identity, at
+		p.Holder, p.At = "", 0
 		all = append(all, p)
 	}
 	all = append(all, others...)

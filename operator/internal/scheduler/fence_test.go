@@ -279,8 +279,9 @@ func TestFenceBoundsCycle(t *testing.T) {
 	}
 	clk := clocktesting.NewFakeClock(time.Unix(100000, 0))
 	key := types.NamespacedName{Namespace: "pickyman-system", Name: FenceName}
+	// An identity as long as the operator's (its pod's name and a UUID).
 	sc := New(Scheduler{Client: c, Reader: c, Clock: clk, Config: conf, Metrics: metrics.New(), Policy: pol,
-		Fence: &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: "a"}})
+		Fence: &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: "pickyman-operator-5d8c7b9f6d-x2k4q_6f1c2a3e-8b9d-4e5f-a1b2-c3d4e5f6a7b8"}})
 	ctx := context.Background()
 	admitted := func() int {
 		var list v1alpha1.AllocationList
