@@ -47,14 +47,26 @@ type replayOptions struct {
 	kind      string
 	// scheduler admits the jobs: replay.SchedulerPickyMan or replay.SchedulerKueue.
 	scheduler string
+	// startDelay and finishDelay are the cluster's control-plane latency at a job's start and
+	// finish, in real time, which the simulator's side models (sim.Physics.StartDelay).
+	startDelay, finishDelay time.Duration
 }
+
+// Control-plane latency of the local testbed cluster, in real time, on the 2-core build
+// machine (docs/testbed.md, "Fidelity"): from a start decision until the testbed agent
+// starts the job's simulated containers, and from the end of its simulated training until
+// the operator has seen the job finish.
+const (
+	defaultStartDelay  = 2 * time.Second
+	defaultFinishDelay = 2 * time.Second
+)
 
 // newReplayCommand returns `pickyman replay`: a trace on the testbed cluster (or any
 // cluster that runs PickyMan), side by side with the simulator.
 func newReplayCommand() *cobra.Command {
 	o := replayOptions{simulateOptions: simulateOptions{cluster: "64x8", seed: 1, out: "out/replay"},
 		name: "pickyman-replay", policy: "pickyman", timeScale: 100, compare: true, stuck: 3 * time.Minute,
-		kind: replay.KindPyTorchJob, scheduler: replay.SchedulerPickyMan}
+		kind: replay.KindPyTorchJob, scheduler: replay.SchedulerPickyMan, startDelay: defaultStartDelay, finishDelay: defaultFinishDelay}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Replay a trace on a Kubernetes cluster running PickyMan and compare with the simulator",
@@ -93,6 +105,8 @@ func newReplayCommand() *cobra.Command {
 	f.BoolVar(&o.keep, "keep-cluster", o.keep, "leave the local cluster up afterwards (not with --kubeconfig)")
 	f.BoolVar(&o.processes, "pickyman-processes", false, "local cluster: run PickyMan's operator and agent as local processes instead of installing them on a real node (development; not with --kubeconfig)")
 	f.BoolVar(&o.compare, "compare", o.compare, "also simulate the same jobs and write the side-by-side")
+	f.DurationVar(&o.startDelay, "start-delay", o.startDelay, "the cluster's latency from a start decision until the job's containers start, in real time, which the simulator's side adds to every start and resume (scaled by --time-scale; the default was measured on the local cluster)")
+	f.DurationVar(&o.finishDelay, "finish-delay", o.finishDelay, "the cluster's latency from the end of a job's training until its scheduler has seen it finish, in real time, which the simulator's side adds to every job (scaled by --time-scale; the default was measured on the local cluster)")
 	f.DurationVar(&o.stuck, "stuck-after", o.stuck, "stop with a diagnosis when no job changed phase for this long (real time)")
 	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic PyTorchJobs (0 to 1; the simulator's choice, docs/simulator.md)")
 	f.Int32Var(&o.grow, "elastic-grow", 1, "how many times its request an elastic job may grow to (1: back to its request)")
@@ -185,6 +199,8 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	fmt.Fprint(stdout, res.Table())
 	if o.compare {
 		fid := Fidelity(metrics.Summarize(runs[0]), metrics.Summarize(run), o.timeScale, run.Wall)
+		fid += fmt.Sprintf("simulator's control-plane delays (--start-delay, --finish-delay): %v and %v of real time, %v and %v of trace time\n",
+			o.startDelay, o.finishDelay, o.traceTime(o.startDelay), o.traceTime(o.finishDelay))
 		if err := os.WriteFile(filepath.Join(o.out, "fidelity.md"), []byte(fid), 0o644); err != nil {
 			return err
 		}
@@ -243,6 +259,9 @@ func (o replayOptions) validate() error {
 	if o.elastic > 0 && o.kind != replay.KindPyTorchJob {
 		return fmt.Errorf("--elastic: elastic jobs are PyTorchJobs; --kind %s", o.kind)
 	}
+	if o.startDelay < 0 || o.finishDelay < 0 || o.startDelay > time.Hour || o.finishDelay > time.Hour {
+		return fmt.Errorf("--start-delay %v, --finish-delay %v: want each between 0 and 1h", o.startDelay, o.finishDelay)
+	}
 	return nil
 }
 
@@ -300,6 +319,7 @@ func replayClients(kubeconfig string) (*cluster.Clients, client.Client, error) {
 func (o replayOptions) simulateSame(ctx context.Context, size traces.Cluster, jobs []traces.Job, elastic sim.Elasticity) (*metrics.Run, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Elastic = o.seed, elastic
+	cfg.Physics.StartDelay, cfg.Physics.FinishDelay = o.traceTime(o.startDelay), o.traceTime(o.finishDelay)
 	factory := policies.ByName
 	comparison, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
 	if err != nil {
@@ -311,6 +331,11 @@ func (o replayOptions) simulateSame(ctx context.Context, size traces.Cluster, jo
 	}
 	simRuns[0].Policy = o.policy + " (simulator)"
 	return simRuns[0], nil
+}
+
+// traceTime is real time d in trace time.
+func (o replayOptions) traceTime(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * o.timeScale)
 }
 
 // Fidelity is the side-by-side of the simulator's and the cluster's summaries.

@@ -42,6 +42,13 @@ type Physics struct {
 	// t(G) = t(G0) x (Serial + (1 - Serial) x G0 / G), Amdahl's law (default 0.1). It sets
 	// how much an elastic job slows when it shrinks and gains when it grows.
 	Serial float64
+	// StartDelay and FinishDelay are the control plane's latency around a job's run, which
+	// a cluster has and the training itself does not: from a start or resume decision until
+	// the job's containers start (the Allocation write, the job's unsuspend, pod creation,
+	// binding, the kubelet or kwok), and from the end of training until the scheduler sees
+	// the job finished and its GPUs free. The job holds its GPUs through both. Zero by
+	// default; a replay's comparison sets them to its cluster's (testbed/replay).
+	StartDelay, FinishDelay time.Duration
 }
 
 // Default returns the documented defaults.

@@ -88,7 +88,7 @@ func (e *Engine) checkEnd() error {
 		} else if e.cfg.Check && j.productive-r.RedoneWork != r.Service {
 			return fmt.Errorf("sim: job %s made progress for %v (%v redone), service is %v", j.s.ID, j.productive, r.RedoneWork, r.Service)
 		}
-		parts := service + r.RedoneWork + r.StartOverhead + r.ResumeOverhead + r.SuspendWait
+		parts := service + r.RedoneWork + r.StartOverhead + r.ResumeOverhead + r.SuspendWait + e.cfg.Physics.FinishDelay
 		if e.cfg.Check && parts != r.Held {
 			return fmt.Errorf("sim: job %s held GPUs %v, but service+redone+overheads = %v", j.s.ID, r.Held, parts)
 		}

@@ -31,6 +31,13 @@ func handConfig() Config {
 	return c
 }
 
+// delayed is handConfig with the control plane's start and finish delays.
+func delayed(start, finish time.Duration) Config {
+	c := handConfig()
+	c.Physics.StartDelay, c.Physics.FinishDelay = start, finish
+	return c
+}
+
 func run(t *testing.T, cluster traces.Cluster, jobs []traces.Job, p sched.Policy, cfg Config) *metrics.Run {
 	t.Helper()
 	e, err := New(cluster, jobs, p, cfg)
@@ -157,6 +164,31 @@ func TestEngineHandTraces(t *testing.T) {
 			want: []rec{
 				{ID: "a", Start: 0, Finish: 115, Held: 115, StartOver: 15},
 				{ID: "b", Start: 115, Finish: 180, Held: 65, Wait: 35, StartOver: 15},
+			},
+		},
+		// The control plane's delays (start 3 s, finish 2 s): a's containers start at 3, it
+		// runs from 18, its training ends at 118 and its GPUs free at 120; b likewise from 120.
+		"fifo with control-plane delays": {
+			jobs:   twoJobs(),
+			policy: simtest.NewFIFO(),
+			cfg:    delayed(3*s, 2*s),
+			want: []rec{
+				{ID: "a", Start: 0, Finish: 120, Held: 120, Wait: 0, StartOver: 18},
+				{ID: "b", Start: 120, Finish: 190, Held: 70, Wait: 83, StartOver: 18},
+			},
+		},
+		// b arrives at 118, after a's training ended at 115 and before the control plane has
+		// seen it finish (125): the boundary suspend is a's finish, b starts at 125.
+		"boundary during the finish delay": {
+			jobs: []traces.Job{
+				simtest.MakeTraceJob("a").Gang(1, 4).Duration(100 * s).Epochs(2).Checkpoint(2e9).Obj(),
+				simtest.MakeTraceJob("b").Gang(1, 4).Duration(50 * s).Priority(10).Submit(118 * s).Obj(),
+			},
+			policy: simtest.NewPriority(sched.SuspendBoundary),
+			cfg:    delayed(0, 10*s),
+			want: []rec{
+				{ID: "a", Start: 0, Finish: 125, Held: 125, StartOver: 15},
+				{ID: "b", Start: 125, Finish: 200, Held: 75, Wait: 7, StartOver: 15},
 			},
 		},
 		// Two nodes, 1-GPU jobs, FIFO packs them: c waits for a.

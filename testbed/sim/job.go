@@ -171,7 +171,7 @@ func (j *job) startOverhead(ph *Physics, resume bool) time.Duration {
 	if ph.Ideal {
 		return 0
 	}
-	d := scale(ph.ContainerStart+ph.WarmUp, j.nStart)
+	d := ph.StartDelay + scale(ph.ContainerStart+ph.WarmUp, j.nStart)
 	if resume {
 		d += overhead.Transfer(j.s.CheckpointBytes, ph.ReadBandwidth, j.nRead)
 	}

@@ -162,7 +162,7 @@ func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
 	e.queued--
 	e.holding++
 	e.addHolder(j)
-	e.q.push(event{at: j.runFrom + j.elapsed(j.work-j.p0), kind: evFinish, job: j, gen: j.gen})
+	e.q.push(event{at: j.runFrom + j.elapsed(j.work-j.p0) + e.cfg.Physics.FinishDelay, kind: evFinish, job: j, gen: j.gen})
 	e.observe(sched.EventStarted, j, 0, 0)
 	if resume && e.observer != nil {
 		if ov > 0 {
@@ -187,6 +187,10 @@ func (e *Engine) preempt(j *job, t time.Duration, p sched.Preemption) {
 	j.decided = t
 	finishing := false
 	switch {
+	case prog >= j.work:
+		// Trained: only the control plane's finish (FinishDelay) is left.
+		finishing = true
+		j.freeAt = j.timeToReach(j.work) + ph.FinishDelay
 	case ph.Ideal:
 		j.limit, j.ckpt, j.stopAt, j.freeAt = prog, prog, t, t
 	case p.Mode == sched.SuspendNow:
@@ -201,7 +205,7 @@ func (e *Engine) preempt(j *job, t time.Duration, p sched.Preemption) {
 		b := j.boundaryAfter(prog)
 		if b >= j.work {
 			finishing = true
-			j.freeAt = j.timeToReach(j.work)
+			j.freeAt = j.timeToReach(j.work) + ph.FinishDelay
 			break
 		}
 		reach := j.timeToReach(b)
@@ -279,7 +283,7 @@ func (e *Engine) finish(j *job, t time.Duration) error {
 	if j.finished {
 		return fmt.Errorf("sim: job %s ended twice (at %v)", j.s.ID, t)
 	}
-	j.endAdmission(t, t)
+	j.endAdmission(t, t-e.cfg.Physics.FinishDelay) // progress stopped when training ended
 	j.rec.Finish = t
 	j.finished = true
 	e.finished.Add(1)
