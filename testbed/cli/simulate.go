@@ -40,6 +40,8 @@ type simulateOptions struct {
 	// load is the offered load of the generated trace on the cluster's GPUs; 0 keeps
 	// traces.DefaultGenerateConfig's load and size.
 	load float64
+	// controlStart and controlFinish are the simulator's control-plane delays (trace time).
+	controlStart, controlFinish time.Duration
 }
 
 // defaultSimCluster is simulate's cluster: 128 GPUs, half the 256 the generated default
@@ -83,6 +85,8 @@ func newSimulateCommand() *cobra.Command {
 	f.BoolVar(&o.ideal, "ideal", o.ideal, "free preemption and no start cost, as most research simulators assume")
 	f.DurationVar(&o.tick, "tick", o.tick, "also poll: a scheduling cycle this often while jobs wait (0: cycles only at events and the policy's wake-ups)")
 	f.Float64Var(&o.noise, "noise", o.noise, "sigma of the per-job lognormal noise on overheads and traffic (0: none)")
+	f.DurationVar(&o.controlStart, "start-delay", 0, "control-plane latency from a start or resume decision until the job's containers start, in trace time (a cluster's; replay sets it from its own)")
+	f.DurationVar(&o.controlFinish, "finish-delay", 0, "control-plane latency from the end of a job's training until its GPUs are free, in trace time")
 	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic (0 to 1; docs/simulator.md)")
 	f.Int32Var(&o.grow, "elastic-grow", 1, "how many times its request an elastic job may grow to (1: back to its request)")
 	return cmd
@@ -135,6 +139,10 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Check, cfg.Tick = o.seed, o.check, o.tick
 	cfg.Physics.Ideal, cfg.Physics.NoiseSigma = o.ideal, o.noise
+	if o.controlStart < 0 || o.controlFinish < 0 {
+		return fmt.Errorf("--start-delay %v, --finish-delay %v: want each 0 or more", o.controlStart, o.controlFinish)
+	}
+	cfg.Physics.StartDelay, cfg.Physics.FinishDelay = o.controlStart, o.controlFinish
 	if o.elastic < 0 || o.elastic > 1 {
 		return fmt.Errorf("--elastic %v: want a share between 0 and 1", o.elastic)
 	}
