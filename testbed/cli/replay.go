@@ -201,6 +201,10 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 		fid := Fidelity(metrics.Summarize(runs[0]), metrics.Summarize(run), o.timeScale, run.Wall)
 		fid += fmt.Sprintf("simulator's control-plane delays (--start-delay, --finish-delay): %v and %v of real time, %v and %v of trace time\n",
 			o.startDelay, o.finishDelay, o.traceTime(o.startDelay), o.traceTime(o.finishDelay))
+		if d, n := controlPlaneDelay(runs[0], run, o.traceTime(o.startDelay+o.finishDelay), o.timeScale); n > 0 {
+			fid += fmt.Sprintf("control-plane latency measured in this replay (start and finish together, over the %d jobs that ran once on both sides): %v of real time\n",
+				n, d.Round(10*time.Millisecond))
+		}
 		if err := os.WriteFile(filepath.Join(o.out, "fidelity.md"), []byte(fid), 0o644); err != nil {
 			return err
 		}
@@ -331,6 +335,34 @@ func (o replayOptions) simulateSame(ctx context.Context, size traces.Cluster, jo
 	}
 	simRuns[0].Policy = o.policy + " (simulator)"
 	return simRuns[0], nil
+}
+
+// controlPlaneDelay measures a replay's control-plane latency per job, in real time: the mean,
+// over the jobs that ran once (no preemption, no resize) on both sides, of the time the
+// cluster held their GPUs beyond what the simulator held without its own delays (simDelay, the
+// sum of its start and finish delays in trace time), at time scale scale. It returns the
+// number of jobs measured, 0 if none.
+func controlPlaneDelay(simRun, clusterRun *metrics.Run, simDelay time.Duration, scale float64) (time.Duration, int) {
+	held := make(map[string]time.Duration, len(simRun.Jobs))
+	for _, j := range simRun.Jobs {
+		if j.Preemptions == 0 && j.Resizes == 0 && !j.Rejected {
+			held[j.ID] = j.Held - simDelay
+		}
+	}
+	var sum time.Duration
+	var n int
+	for _, j := range clusterRun.Jobs {
+		h, ok := held[j.ID]
+		if !ok || j.Preemptions != 0 || j.Resizes != 0 || j.Rejected {
+			continue
+		}
+		sum += j.Held - h
+		n++
+	}
+	if n == 0 || scale <= 0 {
+		return 0, 0
+	}
+	return time.Duration(float64(sum) / float64(n) / scale), n
 }
 
 // traceTime is real time d in trace time.

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pickyman/pickyman/testbed/metrics"
 )
 
 // TestReplayFlags: the flag errors of replay, all found before a cluster is touched.
@@ -66,5 +69,29 @@ func TestReplayHelp(t *testing.T) {
 	}
 	if strings.Contains(out, "--nodes string") {
 		t.Errorf("help shows the deprecated --nodes")
+	}
+}
+
+// TestControlPlaneDelay: the latency is the cluster's extra holding over the simulator's
+// without its own delays, per job that ran once on both sides, in real time.
+func TestControlPlaneDelay(t *testing.T) {
+	sec := time.Second
+	simRun := &metrics.Run{Jobs: []metrics.JobRecord{
+		{ID: "a", Held: 140 * sec}, // 100 s of work and overheads, 40 s of simulated delays
+		{ID: "b", Held: 240 * sec},
+		{ID: "c", Held: 500 * sec, Preemptions: 1}, // preempted in the simulator: not measured
+	}}
+	clusterRun := &metrics.Run{Jobs: []metrics.JobRecord{
+		{ID: "a", Held: 150 * sec}, // 50 s beyond the simulator's 100 s
+		{ID: "b", Held: 270 * sec}, // 70 s beyond 200 s
+		{ID: "c", Held: 600 * sec},
+		{ID: "d", Held: 10 * sec}, // not in the simulator's run
+	}}
+	d, n := controlPlaneDelay(simRun, clusterRun, 40*sec, 10)
+	if n != 2 || d != 6*sec {
+		t.Errorf("controlPlaneDelay = %v over %d jobs, want 6s (60 s of trace at scale 10) over 2", d, n)
+	}
+	if _, n := controlPlaneDelay(simRun, &metrics.Run{}, 0, 10); n != 0 {
+		t.Errorf("controlPlaneDelay measured %d jobs of an empty run", n)
 	}
 }
