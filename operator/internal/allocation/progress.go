@@ -53,28 +53,9 @@ func ReadProgress(pods []*corev1.Pod) PodProgress {
 	return p
 }
 
-// SchedJob converts an Allocation into the scheduling core's view of its job at time now. It
-// returns nil for a finished Allocation or one without a usable gang.
+// SchedJob converts an Allocation into the scheduling core's view of its job. It returns
+// nil for a finished Allocation or one without a usable gang.
 func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Job {
-	j := StaticJob(a, prog)
-	if j != nil {
-		Advance(j, now)
-	}
-	return j
-}
-
-// Advance brings job j, as StaticJob converted it, to time now: a running job's attained
-// service grows with the time since its last start.
-func Advance(j *sched.Job, now time.Time) {
-	if j.Phase == sched.Running && !j.LastStart.IsZero() && now.After(j.LastStart) {
-		j.Attained += time.Duration(int64(now.Sub(j.LastStart)) * int64(j.GPUs()))
-	}
-}
-
-// StaticJob is SchedJob without what depends on the time of the conversion (Advance): the
-// same Allocation and progress give the same job at any time, so a caller may keep it and
-// advance copies of it.
-func StaticJob(a *v1alpha1.Allocation, prog PodProgress) *sched.Job {
 	workers, per, model, err := jobframework.GangShape(a.Spec.PodSets)
 	if err != nil || workers == 0 {
 		return nil
@@ -114,6 +95,9 @@ func StaticJob(a *v1alpha1.Allocation, prog PodProgress) *sched.Job {
 	case v1alpha1.AllocationAdmitted:
 		j.Phase = sched.Running
 		j.Placement = ToSlots(st.Placement)
+		if !j.LastStart.IsZero() && now.After(j.LastStart) {
+			j.Attained += time.Duration(int64(now.Sub(j.LastStart)) * int64(j.GPUs()))
+		}
 	case v1alpha1.AllocationPreempting, v1alpha1.AllocationSuspended:
 		j.Phase = sched.Suspending
 		j.Placement = ToSlots(st.Placement)

@@ -13,7 +13,6 @@ import (
 	"github.com/pickyman/pickyman/operator/internal/metrics"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -78,8 +77,6 @@ type Scheduler struct {
 	reservationDue time.Time
 	// inflight holds the Allocation writes sent by cycles and not ended yet.
 	inflight *inflight
-	// memo keeps the job IDs and conversions of the cached Allocations across cycles.
-	memo *jobMemo
 }
 
 var (
@@ -99,7 +96,6 @@ func New(s Scheduler) *Scheduler {
 	sch.Inbox.setObserved(sch.Observer != nil)
 	sch.seen = map[string]allocation.PodProgress{}
 	sch.inflight = &inflight{}
-	sch.memo = &jobMemo{}
 	return sch
 }
 
@@ -366,15 +362,14 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	if err := s.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
-	byAlloc := map[types.NamespacedName][]*corev1.Pod{}
+	byAlloc := map[string][]*corev1.Pod{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if name, ok := p.Labels[v1alpha1.LabelAllocation]; ok {
-			key := types.NamespacedName{Namespace: p.Namespace, Name: name}
-			byAlloc[key] = append(byAlloc[key], p)
+			id := p.Namespace + "/" + name
+			byAlloc[id] = append(byAlloc[id], p)
 		}
 	}
-	defer s.memo.begin()()
 	now := s.Clock.Now()
 	progress := make(map[string]allocation.PodProgress, len(byAlloc))
 	allocs := make(map[string]*v1alpha1.Allocation, len(items))
@@ -386,9 +381,9 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 				s.reservationDue = due
 			}
 		}
-		id := s.memo.id(a)
+		id := allocation.JobID(a)
 		allocs[id] = a
-		if ps := byAlloc[types.NamespacedName{Namespace: a.Namespace, Name: a.Name}]; len(ps) > 0 {
+		if ps := byAlloc[id]; len(ps) > 0 {
 			progress[id] = allocation.ReadProgress(ps)
 		}
 		if s.reservationExpired(a, now) {
@@ -409,7 +404,7 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	view := jobframework.NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
 	s.progress = progress
 	s.lost = onLostNode(allocs, nodes.Items, now, s.Config.NodeLostTimeout.Duration)
-	return buildSnapshot(now, nodes.Items, items, bound, progress, view, s.memo), allocs, nil
+	return BuildSnapshot(now, nodes.Items, items, bound, progress, view), allocs, nil
 }
 
 // listAllocations reads every Allocation: from the cache with the assumed writes in place,
