@@ -52,13 +52,14 @@ type replayOptions struct {
 	startDelay, finishDelay time.Duration
 }
 
-// Control-plane latency of the local testbed cluster, in real time, on the 2-core build
-// machine (docs/testbed.md, "Fidelity"): from a start decision until the testbed agent
-// starts the job's simulated containers, and from the end of its simulated training until
-// the operator has seen the job finish.
+// Control-plane latency of the local testbed cluster, in real time: from a start decision
+// until the testbed agent starts the job's simulated containers, and from the end of its
+// simulated training until the operator has seen the job finish. A fifo replay of 300
+// contended jobs on the 2-core build machine measured 1.05 s for the two together
+// (docs/testbed.md, "Fidelity under contention"), split evenly here.
 const (
-	defaultStartDelay  = 2 * time.Second
-	defaultFinishDelay = 2 * time.Second
+	defaultStartDelay  = 525 * time.Millisecond
+	defaultFinishDelay = 525 * time.Millisecond
 )
 
 // newReplayCommand returns `pickyman replay`: a trace on the testbed cluster (or any
