@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pickyman/pickyman/operator/pkg/policies"
+	"github.com/pickyman/pickyman/operator/pkg/policies/sjf"
+	"github.com/pickyman/pickyman/operator/pkg/policies/srtf"
 	"github.com/pickyman/pickyman/testbed/cluster"
 	"github.com/pickyman/pickyman/testbed/metrics"
 	"github.com/pickyman/pickyman/testbed/replay"
@@ -162,6 +164,9 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	ro := replay.Options{Jobs: jobs, Name: o.name, Policy: o.policy, GPUs: gpus, TimeScale: o.timeScale, Kind: o.kind,
 		Namespace: "replay-" + time.Now().UTC().Format("20060102-150405"), Stuck: o.stuck, Progress: stderr,
 		Elastic: elastic, Seed: o.seed, MaxNode: maxNodeGPUs(size)}
+	// The oracle policies sort by the true run time, which the simulator knows; on the
+	// cluster they read it from the jobs' declared estimates.
+	ro.Estimates = o.policy == sjf.Name || o.policy == srtf.Name
 	if o.scheduler == replay.SchedulerKueue {
 		ro.Scheduler, ro.Policy, ro.KueueFlavors = o.scheduler, kueueRunName, replay.KueueFlavors(size, defaultReplayModel)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -64,6 +65,10 @@ type Options struct {
 	// a ClusterQueue of KueueFlavors; kueue.go).
 	Scheduler    string
 	KueueFlavors []KueueFlavor
+	// Estimates declares each job's true run time as its run-time estimate
+	// (pickyman.dev/estimate, in real time at TimeScale, rounded up to whole seconds): the
+	// simulator's oracle, given to the oracle policies (sjf, srtf) on the cluster.
+	Estimates bool
 }
 
 // Clients are what the replay talks to the cluster with (an uncached client).
@@ -211,6 +216,11 @@ func buildJobs(o Options) ([]traces.Job, []client.Object, error) {
 		}
 		if built[i], err = Build(kind, j, JobName(i), o.Namespace, o.Name); err != nil {
 			return nil, nil, err
+		}
+	}
+	if o.Estimates {
+		for i, j := range jobs {
+			DeclareEstimate(built[i], j.Duration, o.TimeScale)
 		}
 	}
 	return jobs, built, nil
@@ -516,4 +526,17 @@ func eventTimes(ev *eventsv1.Event) []time.Time {
 		out = append(out, ev.Series.LastObservedTime.Time)
 	}
 	return out
+}
+
+// DeclareEstimate annotates job obj with run time d of trace time as its run-time estimate
+// in real time at time scale scale, rounded up to whole seconds (the operator keeps whole
+// seconds; a job shorter than one would otherwise declare none).
+func DeclareEstimate(obj client.Object, d time.Duration, scale float64) {
+	real := time.Duration(math.Ceil(d.Seconds()/scale)) * time.Second
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[pickymanv1.AnnotationEstimate] = real.String()
+	obj.SetAnnotations(ann)
 }

@@ -207,3 +207,31 @@ func TestStuckNamesEveryUnfinishedJob(t *testing.T) {
 		t.Errorf("diagnosis names a finished job:\n%s", msg)
 	}
 }
+
+// TestDeclareEstimate: a trace run time becomes the job's declared estimate in real time,
+// rounded up to whole seconds, so that no job declares none.
+func TestDeclareEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		run   time.Duration
+		scale float64
+		want  string
+	}{
+		{run: 100 * time.Second, scale: 20, want: "5s"},
+		{run: 101 * time.Second, scale: 20, want: "6s"},
+		{run: 10 * time.Second, scale: 20, want: "1s"},
+		{run: 2 * time.Hour, scale: 1, want: "2h0m0s"},
+	} {
+		j := traces.Job{ID: "j", Workers: 1, GPUsPerWorker: 1, GPUs: 1, Epochs: 1, EpochTime: tc.run, Duration: tc.run}
+		obj, err := BuildJob(j, "t0", "ns", "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		DeclareEstimate(obj, tc.run, tc.scale)
+		if got := obj.Annotations[pickymanv1.AnnotationEstimate]; got != tc.want {
+			t.Errorf("run %v at scale %g: estimate %q, want %q", tc.run, tc.scale, got, tc.want)
+		}
+		if obj.Annotations[AnnotationTraceID] != "j" {
+			t.Errorf("the estimate replaced the job's other annotations: %v", obj.Annotations)
+		}
+	}
+}

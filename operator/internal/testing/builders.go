@@ -66,6 +66,9 @@ func (w *JobWrapper) LastStop(t time.Time) *JobWrapper { w.Job.LastStop = t; ret
 // Attained sets the GPU service received so far.
 func (w *JobWrapper) Attained(d time.Duration) *JobWrapper { w.Job.Attained = d; return w }
 
+// Estimate sets the run time the user declared.
+func (w *JobWrapper) Estimate(d time.Duration) *JobWrapper { w.Job.UserEstimate = d; return w }
+
 // Oracle sets the true service time and remaining time.
 func (w *JobWrapper) Oracle(service, remaining time.Duration) *JobWrapper {
 	w.Job.Oracle = sched.Oracle{Known: true, Service: service, Remaining: remaining}

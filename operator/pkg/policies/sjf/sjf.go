@@ -10,8 +10,8 @@ import (
 const Name = "sjf"
 
 // SJF serves queued jobs in ascending order of their true total service time
-// (Job.Oracle.Service, known only in simulation; a job without an oracle sorts last, ties
-// by arrival). It never preempts. It is greedy: every job that fits in the free GPUs
+// (Job.Oracle.Service, known only in simulation; on a cluster, the run time the user declared,
+// Job.UserEstimate; a job with neither sorts last, ties by arrival). It never preempts. It is greedy: every job that fits in the free GPUs
 // starts, in that order, and a job that does not fit does not block shorter-ranked ones
 // behind it. Jobs that never fit are skipped; reserved jobs start first.
 type SJF struct {
@@ -28,12 +28,15 @@ func New() *SJF { return &SJF{} }
 // Name returns "sjf".
 func (*SJF) Name() string { return Name }
 
-// service is the oracle service time, or the longest duration when unknown.
+// service is the oracle service time, else the user's estimate, else the longest duration.
 func service(j *sched.Job) time.Duration {
-	if !j.Oracle.Known {
-		return time.Duration(1<<63 - 1)
+	switch {
+	case j.Oracle.Known:
+		return j.Oracle.Service
+	case j.UserEstimate > 0:
+		return j.UserEstimate
 	}
-	return j.Oracle.Service
+	return time.Duration(1<<63 - 1)
 }
 
 // Schedule decides one cycle.

@@ -44,6 +44,18 @@ func TestSchedule(t *testing.T) {
 				utiltesting.MakeJob("short").GPUs(1, 8).Oracle(time.Minute, time.Minute).Obj(),
 			},
 		},
+		// On a cluster there is no oracle: the user's estimates order the queue.
+		"declared estimates without an oracle": {
+			jobs: []*sched.Job{
+				utiltesting.MakeJob("a-3h").GPUs(1, 4).Estimate(3 * time.Hour).Submit(utiltesting.At(0)).Obj(),
+				utiltesting.MakeJob("b-none").GPUs(1, 4).Submit(utiltesting.At(time.Minute)).Obj(),
+				utiltesting.MakeJob("c-1h").GPUs(1, 4).Estimate(time.Hour).Submit(utiltesting.At(2 * time.Minute)).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{
+				{JobID: "c-1h", Placement: slot("a", 1, 4)},
+				{JobID: "a-3h", Placement: slot("a", 1, 4)},
+			}},
+		},
 		"unknown service sorts last": {
 			jobs: []*sched.Job{
 				utiltesting.MakeJob("unknown").GPUs(1, 8).Obj(),

@@ -14,8 +14,9 @@ const Name = "srtf"
 const Reason = "ShorterRemaining"
 
 // SRTF serves queued jobs in ascending order of their true remaining run time
-// (Job.Oracle.Remaining, known only in simulation; a job without an oracle sorts last; ties
-// by arrival). A job that does not fit in the free GPUs may preempt running jobs whose
+// (Job.Oracle.Remaining, known only in simulation; on a cluster, the run time the user
+// declared, Job.UserEstimate, less the time the job has run, its attained GPU time over its
+// GPUs; a job with neither sorts last; ties by arrival). A job that does not fit in the free GPUs may preempt running jobs whose
 // remaining time is strictly longer than its own: candidates are taken longest remaining
 // first until the job fits, then unneeded ones are dropped (a minimal set,
 // sched.View.FindVictims). Victims are suspended now, paying the lost work that SRTF
@@ -36,10 +37,17 @@ func New() *SRTF { return &SRTF{} }
 func (*SRTF) Name() string { return Name }
 
 func remaining(j *sched.Job) time.Duration {
-	if !j.Oracle.Known {
-		return time.Duration(1<<63 - 1)
+	switch {
+	case j.Oracle.Known:
+		return j.Oracle.Remaining
+	case j.UserEstimate > 0:
+		ran := time.Duration(0)
+		if g := j.GPUs(); g > 0 {
+			ran = j.Attained / time.Duration(g)
+		}
+		return max(0, j.UserEstimate-ran)
 	}
-	return j.Oracle.Remaining
+	return time.Duration(1<<63 - 1)
 }
 
 // Schedule decides one cycle.

@@ -64,6 +64,21 @@ func TestSchedule(t *testing.T) {
 				Reservations: []sched.Reservation{{JobID: "q1", Placement: slot("a", 1, 8)}},
 			},
 		},
+		// On a cluster there is no oracle: remaining is the user's estimate less the time run
+		// (attained GPU time over GPUs). r has 10 h declared and ran 4 h on 4 GPUs: 6 h left,
+		// longer than q's 5 h; r2 ran 8 h of its 10: 2 h left, not a victim.
+		"declared estimates without an oracle": {
+			nodes: []sched.Node{a8},
+			jobs: []*sched.Job{
+				utiltesting.MakeJob("r").GPUs(1, 4).Estimate(h(10)).Attained(4 * h(4)).Running("a").Obj(),
+				utiltesting.MakeJob("r2").GPUs(1, 4).Estimate(h(10)).Attained(4 * h(8)).Running("a").Obj(),
+				utiltesting.MakeJob("q").GPUs(1, 4).Estimate(h(5)).Obj(),
+			},
+			want: sched.Decisions{
+				Preemptions:  []sched.Preemption{preempt("r", "q")},
+				Reservations: []sched.Reservation{{JobID: "q", Placement: slot("a", 1, 4)}},
+			},
+		},
 		"a suspending job is not preempted again": {
 			nodes: []sched.Node{a8},
 			jobs: []*sched.Job{
