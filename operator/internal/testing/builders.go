@@ -67,7 +67,7 @@ func (w *JobWrapper) LastStop(t time.Time) *JobWrapper { w.Job.LastStop = t; ret
 func (w *JobWrapper) Attained(d time.Duration) *JobWrapper { w.Job.Attained = d; return w }
 
 // Estimate sets the run time the user declared.
-func (w *JobWrapper) Estimate(d time.Duration) *JobWrapper { w.Job.UserEstimate = d; return w }
+func (w *JobWrapper) Estimate(d time.Duration) *JobWrapper { w.UserEstimate = d; return w }
 
 // Oracle sets the true service time and remaining time.
 func (w *JobWrapper) Oracle(service, remaining time.Duration) *JobWrapper {
