@@ -60,6 +60,13 @@ func Live(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
+// Started reports whether a pod's containers have run: bound to a node and past Pending. A
+// pod that has not started has trained nothing since its job's last start, so it has no
+// checkpoint to take, and neither has its gang, which trains only once every pod runs.
+func Started(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase != "" && p.Status.Phase != corev1.PodPending
+}
+
 // IntegrationFor returns the integration of an Allocation's job kind.
 func IntegrationFor(ref v1alpha1.JobReference) (jobframework.Integration, bool) {
 	for _, in := range kinds.Integrations() {

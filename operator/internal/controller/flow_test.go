@@ -154,14 +154,30 @@ func (h *harness) job(name string) *kftraining.PyTorchJob {
 	return j
 }
 
-// createPods creates a job's pods as the training-operator would.
+// createPods creates a job's pods as the training-operator would, bound to the first node of
+// its placement and running, as the binder and the kubelet leave them.
 func (h *harness) createPods(name string) []*corev1.Pod {
+	h.t.Helper()
+	return h.makePods(name, true)
+}
+
+// createPendingPods creates a job's pods as the training-operator would, not yet bound.
+func (h *harness) createPendingPods(name string) []*corev1.Pod {
+	h.t.Helper()
+	return h.makePods(name, false)
+}
+
+func (h *harness) makePods(name string, running bool) []*corev1.Pod {
 	h.t.Helper()
 	j := h.job(name)
 	var out []*corev1.Pod
 	for rt, spec := range j.Spec.PyTorchReplicaSpecs {
 		for i := range *spec.Replicas {
 			p := utiltesting.MakePod(j, rt, i)
+			p.Status.Phase = corev1.PodPending
+			if a := h.alloc(name); running && len(a.Status.Placement) > 0 {
+				p.Spec.NodeName, p.Status.Phase = a.Status.Placement[0].Node, corev1.PodRunning
+			}
 			if err := h.c.Create(context.Background(), p); err != nil {
 				h.t.Fatal(err)
 			}
@@ -308,6 +324,26 @@ func TestDeadlineSuspendsWithoutAcks(t *testing.T) {
 	a := h.wantPhase("low", v1alpha1.AllocationSuspended)
 	if r := condReason(a, v1alpha1.ConditionSuspended); r != "DeadlineExceeded" {
 		t.Fatalf("Suspended reason %q, want DeadlineExceeded", r)
+	}
+}
+
+// A job preempted before any of its pods started has trained nothing since it started: it is
+// suspended at once, keeping its resume epoch, not held on its GPUs until the deadline.
+func TestPreemptedBeforeItsPodsStartSuspendsAtOnce(t *testing.T) {
+	low := utiltesting.MakePyTorchJob("low", "ns").Master(8).Obj()
+	high := utiltesting.MakePyTorchJob("high", "ns").Queue("high").Master(8).Obj()
+	h := newHarness(t, "kueue", gpuNode("a", 8), low, high)
+	h.reconcileJob("low")
+	h.cycle()
+	h.createPendingPods("low")
+	h.reconcileJob("high")
+	h.cycle() // decides the preemption and runs the handshake
+	a := h.wantPhase("low", v1alpha1.AllocationSuspended)
+	if r := condReason(a, v1alpha1.ConditionSuspended); r != "NotStarted" || a.Status.ResumeEpoch != 0 {
+		t.Fatalf("Suspended reason %q resume epoch %d, want NotStarted and 0", r, a.Status.ResumeEpoch)
+	}
+	if !(*pytorchjob.Job)(h.job("low")).IsSuspended() {
+		t.Fatal("the preempted job is not suspended")
 	}
 }
 

@@ -136,7 +136,7 @@ func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Alloca
 	if err := r.RequestPods(ctx, a, pods); err != nil {
 		return ctrl.Result{}, err
 	}
-	acked, waiting := 0, 0
+	acked, waiting, unstarted := 0, 0, 0
 	resume := int32(-1)
 	path := ""
 	for _, p := range pods {
@@ -144,6 +144,12 @@ func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Alloca
 			continue
 		}
 		ack, ok := ackOf(p, c.ID)
+		if !ok && !allocation.Started(p) {
+			// Not bound or not yet running: nothing trained since the job's last start, so
+			// nothing to wait for. The job resumes from its resume epoch.
+			unstarted++
+			continue
+		}
 		if !ok {
 			waiting++
 			if prog := allocation.ReadProgress([]*corev1.Pod{p}); resume < 0 || prog.EpochsDone < resume {
@@ -163,9 +169,15 @@ func (r *HandshakeReconciler) preempting(ctx context.Context, a *v1alpha1.Alloca
 
 	// 1. Record the outcome on the Allocation.
 	outcome := "Acknowledged"
-	msg := fmt.Sprintf("%d of %d pods acknowledged checkpoint request %s", acked, acked+waiting, c.ID)
-	if waiting > 0 {
+	msg := fmt.Sprintf("%d of %d pods acknowledged checkpoint request %s", acked, acked+waiting+unstarted, c.ID)
+	switch {
+	case waiting > 0:
 		outcome = "DeadlineExceeded"
+	case acked == 0 && unstarted > 0:
+		outcome = "NotStarted"
+	}
+	if unstarted > 0 {
+		msg += fmt.Sprintf("; %d had not started", unstarted)
 	}
 	// The job resumes from the oldest checkpoint of the gang: the least epoch the
 	// acknowledgements name, or, past the deadline, the least epoch a silent pod reported

@@ -31,6 +31,7 @@ import (
 // pods (KubeRay's labels, no index: names end in a counter), and on suspend it deletes them
 // all, as KubeRay deletes the RayCluster.
 func fakeKubeRay(t *testing.T, ns string) {
+	fakeKubelet(t, ns)
 	everyTick(t, func(ctx context.Context) {
 		var jobs rayv1.RayJobList
 		if err := k8s.List(ctx, &jobs, client.InNamespace(ns)); err == nil {

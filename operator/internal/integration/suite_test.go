@@ -325,12 +325,33 @@ func jobPods(ns, job string) ([]corev1.Pod, error) {
 // pods of every job that is not suspended and has not finished, and deletes the pods of
 // suspended jobs, until the test ends.
 func fakeTrainingOperator(t *testing.T, ns string) {
+	fakeKubelet(t, ns)
 	everyTick(t, func(ctx context.Context) {
 		var jobs kftraining.PyTorchJobList
 		if err := k8s.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
 			for i := range jobs.Items {
 				syncPods(ctx, &jobs.Items[i])
 			}
+		}
+	})
+}
+
+// fakeKubelet stands in for the kubelets of namespace ns's nodes: a pod bound to a node and
+// still Pending is set Running, as a kubelet does once its containers start, until the test
+// ends. The handshake waits only for pods that have started.
+func fakeKubelet(t *testing.T, ns string) {
+	everyTick(t, func(ctx context.Context) {
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || (p.Status.Phase != "" && p.Status.Phase != corev1.PodPending) {
+				continue
+			}
+			p.Status.Phase = corev1.PodRunning
+			_ = k8s.Status().Update(ctx, p)
 		}
 	})
 }

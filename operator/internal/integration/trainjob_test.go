@@ -33,6 +33,7 @@ import (
 // so through the operator's pod webhook; on suspend or finish it deletes them, as the
 // suspended JobSet's Jobs do.
 func fakeTrainer(t *testing.T, ns string) {
+	fakeKubelet(t, ns)
 	everyTick(t, func(ctx context.Context) {
 		list := trainjob.Integration.NewList()
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err == nil {

@@ -59,7 +59,7 @@ func New() *Metrics {
 		}, []string{"mode", "reason"}),
 		HandshakeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "checkpoint_handshake_seconds",
-			Help:    "Time from a checkpoint request to the job's suspension, by outcome (Acknowledged, DeadlineExceeded).",
+			Help:    "Time from a checkpoint request to the job's suspension, by outcome (Acknowledged, DeadlineExceeded, NotStarted: no pod of the job had started).",
 			Buckets: timeBuckets,
 		}, []string{"outcome"}),
 		GPUsAllocated: prometheus.NewGauge(prometheus.GaugeOpts{
