@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -41,12 +42,17 @@ type HandshakeReconciler struct {
 	Metrics  *metrics.Metrics
 	// Inbox takes the events the reconciler observes and its requests for a cycle.
 	Inbox *scheduler.Inbox
+	// Workers is how many Allocations are handled at once (each by one worker at a time): a
+	// cycle that preempts many jobs hands them all over at once, and each handshake step is a
+	// few API calls.
+	Workers int
 }
 
 // SetupWithManager watches Allocations and the pods that carry an Allocation label.
 func (r *HandshakeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("handshake").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		For(&v1alpha1.Allocation{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToAllocation)).
 		Complete(r)

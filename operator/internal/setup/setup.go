@@ -243,6 +243,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		Clock:    opts.Clock,
 		Metrics:  opts.Metrics,
 		Inbox:    sch.Inbox,
+		Workers:  JobWorkers,
 	}
 	if err := hs.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -307,9 +308,10 @@ func EnabledIntegrations(mapper meta.RESTMapper) ([]jobframework.Integration, er
 	return out, nil
 }
 
-// JobWorkers is how many jobs of each kind the job controller reconciles at once: creating
-// Allocations and (un)suspending jobs is API-bound, and with one worker a burst of
-// submissions queues behind it.
+// JobWorkers is how many jobs of each kind the job controller reconciles at once, and how
+// many preemptions the handshake controller carries out at once: creating Allocations,
+// (un)suspending jobs and the handshake's steps are API-bound, and with one worker a burst of
+// submissions or preemptions queues behind it.
 const JobWorkers = 4
 
 // allocationStore returns a lister of the cached Allocations that reads the informer's store
