@@ -52,6 +52,9 @@ type replayOptions struct {
 	// startDelay and finishDelay are the cluster's control-plane latency at a job's start and
 	// finish, in real time, which the simulator's side models (sim.Physics.StartDelay).
 	startDelay, finishDelay time.Duration
+	// suspendDelay is the cluster's latency from a suspend decision until the job's GPUs are
+	// free, beyond the epoch's end and the checkpoint write (sim.Physics.SuspendDelay).
+	suspendDelay time.Duration
 }
 
 // Control-plane latency of the local testbed cluster, in real time: from a start decision
@@ -59,9 +62,16 @@ type replayOptions struct {
 // simulated training until the operator has seen the job finish. A fifo replay of 300
 // contended jobs on the 2-core build machine measured 1.05 s for the two together
 // (docs/testbed.md, "Fidelity under contention"), split evenly here.
+//
+// From a suspend decision until the job's GPUs are free (the Allocation write, the checkpoint
+// request on the pods, the testbed agent's acknowledgement, the job's suspend, the
+// training-operator's and kwok's deletion of its pods): SUSPEND_MEASURE. The testbed's
+// trainers stop at once on a request to suspend now and kwok deletes pods without a grace
+// period, so the simulator's side has no grace period of its own: this latency is all of it.
 const (
-	defaultStartDelay  = 525 * time.Millisecond
-	defaultFinishDelay = 525 * time.Millisecond
+	defaultStartDelay   = 525 * time.Millisecond
+	defaultFinishDelay  = 525 * time.Millisecond
+	defaultSuspendDelay = 3750 * time.Millisecond
 )
 
 // newReplayCommand returns `pickyman replay`: a trace on the testbed cluster (or any
@@ -69,7 +79,8 @@ const (
 func newReplayCommand() *cobra.Command {
 	o := replayOptions{simulateOptions: simulateOptions{cluster: "64x8", seed: 1, out: "out/replay"},
 		name: "pickyman-replay", policy: "pickyman", timeScale: 100, compare: true, stuck: 3 * time.Minute,
-		kind: replay.KindPyTorchJob, scheduler: replay.SchedulerPickyMan, startDelay: defaultStartDelay, finishDelay: defaultFinishDelay}
+		kind: replay.KindPyTorchJob, scheduler: replay.SchedulerPickyMan, startDelay: defaultStartDelay, finishDelay: defaultFinishDelay,
+		suspendDelay: defaultSuspendDelay}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Replay a trace on a Kubernetes cluster running PickyMan and compare with the simulator",
@@ -110,6 +121,7 @@ func newReplayCommand() *cobra.Command {
 	f.BoolVar(&o.compare, "compare", o.compare, "also simulate the same jobs and write the side-by-side")
 	f.DurationVar(&o.startDelay, "start-delay", o.startDelay, "the cluster's latency from a start decision until the job's containers start, in real time, which the simulator's side adds to every start and resume (scaled by --time-scale; the default was measured on the local cluster)")
 	f.DurationVar(&o.finishDelay, "finish-delay", o.finishDelay, "the cluster's latency from the end of a job's training until its scheduler has seen it finish, in real time, which the simulator's side adds to every job (scaled by --time-scale; the default was measured on the local cluster)")
+	f.DurationVar(&o.suspendDelay, "suspend-delay", o.suspendDelay, "the cluster's latency from a suspend decision until the job's GPUs are free, beyond the run to the epoch's end and the checkpoint write, in real time, which the simulator's side adds to every suspend (scaled by --time-scale; the default was measured on the local cluster)")
 	f.DurationVar(&o.stuck, "stuck-after", o.stuck, "stop with a diagnosis when no job changed phase for this long (real time)")
 	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic PyTorchJobs (0 to 1; the simulator's choice, docs/simulator.md)")
 	f.Int32Var(&o.grow, "elastic-grow", 1, "how many times its request an elastic job may grow to (1: back to its request)")
@@ -205,11 +217,16 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 	fmt.Fprint(stdout, res.Table())
 	if o.compare {
 		fid := Fidelity(metrics.Summarize(runs[0]), metrics.Summarize(run), o.timeScale, run.Wall)
-		fid += fmt.Sprintf("simulator's control-plane delays (--start-delay, --finish-delay): %v and %v of real time, %v and %v of trace time\n",
-			o.startDelay, o.finishDelay, o.traceTime(o.startDelay), o.traceTime(o.finishDelay))
+		fid += fmt.Sprintf("simulator's control-plane delays (--start-delay, --finish-delay, --suspend-delay): %v, %v and %v of real time, %v, %v and %v of trace time\n",
+			o.startDelay, o.finishDelay, o.suspendDelay, o.traceTime(o.startDelay), o.traceTime(o.finishDelay), o.traceTime(o.suspendDelay))
 		if d, n := controlPlaneDelay(runs[0], run, o.traceTime(o.startDelay+o.finishDelay), o.timeScale); n > 0 {
 			fid += fmt.Sprintf("control-plane latency measured in this replay (start and finish together, over the %d jobs that ran once on both sides): %v of real time\n",
 				n, d.Round(10*time.Millisecond))
+		}
+		if c, n := meanSuspendDelay(run, o.timeScale); n > 0 {
+			sd, _ := meanSuspendDelay(runs[0], o.timeScale)
+			fid += fmt.Sprintf("suspend latency measured in this replay (decision to GPUs free, mean over %d suspends): %v of real time (the simulator's: %v)\n",
+				n, c.Round(10*time.Millisecond), sd.Round(10*time.Millisecond))
 		}
 		if err := os.WriteFile(filepath.Join(o.out, "fidelity.md"), []byte(fid), 0o644); err != nil {
 			return err
@@ -269,8 +286,13 @@ func (o replayOptions) validate() error {
 	if o.elastic > 0 && o.kind != replay.KindPyTorchJob {
 		return fmt.Errorf("--elastic: elastic jobs are PyTorchJobs; --kind %s", o.kind)
 	}
-	if o.startDelay < 0 || o.finishDelay < 0 || o.startDelay > time.Hour || o.finishDelay > time.Hour {
-		return fmt.Errorf("--start-delay %v, --finish-delay %v: want each between 0 and 1h", o.startDelay, o.finishDelay)
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--start-delay", o.startDelay}, {"--finish-delay", o.finishDelay}, {"--suspend-delay", o.suspendDelay}} {
+		if d.v < 0 || d.v > time.Hour {
+			return fmt.Errorf("%s %v: want between 0 and 1h", d.flag, d.v)
+		}
 	}
 	return nil
 }
@@ -330,6 +352,9 @@ func (o replayOptions) simulateSame(ctx context.Context, size traces.Cluster, jo
 	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Elastic = o.seed, elastic
 	cfg.Physics.StartDelay, cfg.Physics.FinishDelay = o.traceTime(o.startDelay), o.traceTime(o.finishDelay)
+	// The testbed has no grace period (its trainers stop at once, kwok deletes at once): the
+	// cluster's whole suspend latency is the control plane's.
+	cfg.Physics.Grace, cfg.Physics.SuspendDelay = 0, o.traceTime(o.suspendDelay)
 	factory := policies.ByName
 	comparison, err := sim.NewComparison(size, jobs, []string{o.policy}, factory, cfg)
 	if err != nil {
@@ -364,6 +389,22 @@ func controlPlaneDelay(simRun, clusterRun *metrics.Run, simDelay time.Duration, 
 		}
 		sum += j.Held - h
 		n++
+	}
+	if n == 0 || scale <= 0 {
+		return 0, 0
+	}
+	return time.Duration(float64(sum) / float64(n) / scale), n
+}
+
+// meanSuspendDelay is a run's mean time from a suspend decision until the job's GPUs were
+// free, over its suspends (preemptions and resizes), in real time at time scale scale, and the
+// number of suspends; 0 if none.
+func meanSuspendDelay(r *metrics.Run, scale float64) (time.Duration, int) {
+	var sum time.Duration
+	var n int
+	for _, j := range r.Jobs {
+		sum += j.SuspendDelay
+		n += int(j.Preemptions + j.Resizes)
 	}
 	if n == 0 || scale <= 0 {
 		return 0, 0

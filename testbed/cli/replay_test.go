@@ -95,3 +95,19 @@ func TestControlPlaneDelay(t *testing.T) {
 		t.Errorf("controlPlaneDelay measured %d jobs of an empty run", n)
 	}
 }
+
+// TestMeanSuspendDelay: decision to GPUs free, per suspend (preemption or resize), in real time.
+func TestMeanSuspendDelay(t *testing.T) {
+	sec := time.Second
+	r := &metrics.Run{Jobs: []metrics.JobRecord{
+		{ID: "a", SuspendDelay: 60 * sec, Preemptions: 2}, // two suspends, 60 s of trace time together
+		{ID: "b", SuspendDelay: 30 * sec, Resizes: 1},
+		{ID: "c"},
+	}}
+	if d, n := meanSuspendDelay(r, 10); n != 3 || d != 3*sec {
+		t.Errorf("meanSuspendDelay = %v over %d suspends, want 3s (30 s of trace at scale 10) over 3", d, n)
+	}
+	if _, n := meanSuspendDelay(&metrics.Run{Jobs: []metrics.JobRecord{{ID: "c"}}}, 10); n != 0 {
+		t.Errorf("meanSuspendDelay counted %d suspends of a run without any", n)
+	}
+}

@@ -40,8 +40,11 @@ type simulateOptions struct {
 	// load is the offered load of the generated trace on the cluster's GPUs; 0 keeps
 	// traces.DefaultGenerateConfig's load and size.
 	load float64
-	// controlStart and controlFinish are the simulator's control-plane delays (trace time).
-	controlStart, controlFinish time.Duration
+	// controlStart, controlFinish and controlSuspend are the simulator's control-plane delays
+	// (trace time).
+	controlStart, controlFinish, controlSuspend time.Duration
+	// grace is the physics' grace period of a suspend now (trace time).
+	grace time.Duration
 }
 
 // defaultSimCluster is simulate's cluster: 128 GPUs, half the 256 the generated default
@@ -54,7 +57,7 @@ const allPolicies = "all"
 
 // newSimulateCommand returns `pickyman simulate`: every policy on one trace, side by side.
 func newSimulateCommand() *cobra.Command {
-	o := simulateOptions{cluster: defaultSimCluster, seed: 1, out: "out/sim", tick: sim.DefaultConfig().Tick,
+	o := simulateOptions{cluster: defaultSimCluster, seed: 1, out: "out/sim", tick: sim.DefaultConfig().Tick, grace: sim.DefaultPhysics().Grace,
 		noise: sim.DefaultPhysics().NoiseSigma}
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -87,6 +90,8 @@ func newSimulateCommand() *cobra.Command {
 	f.Float64Var(&o.noise, "noise", o.noise, "sigma of the per-job lognormal noise on overheads and traffic (0: none)")
 	f.DurationVar(&o.controlStart, "start-delay", 0, "control-plane latency from a start or resume decision until the job's containers start, in trace time (a cluster's; replay sets it from its own)")
 	f.DurationVar(&o.controlFinish, "finish-delay", 0, "control-plane latency from the end of a job's training until its GPUs are free, in trace time")
+	f.DurationVar(&o.controlSuspend, "suspend-delay", 0, "control-plane latency from a suspend decision until the job's GPUs are free, beyond the grace period, the run to the epoch's end and the checkpoint write, in trace time")
+	f.DurationVar(&o.grace, "grace", o.grace, "grace period of a suspend now: from the decision until the stopped job's GPUs are free, in trace time (a replay's simulator side uses 0: the testbed has none)")
 	f.Float64Var(&o.elastic, "elastic", o.elastic, "share of the jobs of 2 GPUs or more that are elastic (0 to 1; docs/simulator.md)")
 	f.Int32Var(&o.grow, "elastic-grow", 1, "how many times its request an elastic job may grow to (1: back to its request)")
 	return cmd
@@ -139,10 +144,11 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Check, cfg.Tick = o.seed, o.check, o.tick
 	cfg.Physics.Ideal, cfg.Physics.NoiseSigma = o.ideal, o.noise
-	if o.controlStart < 0 || o.controlFinish < 0 {
-		return fmt.Errorf("--start-delay %v, --finish-delay %v: want each 0 or more", o.controlStart, o.controlFinish)
+	if o.controlStart < 0 || o.controlFinish < 0 || o.controlSuspend < 0 || o.grace < 0 {
+		return fmt.Errorf("--start-delay %v, --finish-delay %v, --suspend-delay %v, --grace %v: want each 0 or more", o.controlStart, o.controlFinish, o.controlSuspend, o.grace)
 	}
-	cfg.Physics.StartDelay, cfg.Physics.FinishDelay = o.controlStart, o.controlFinish
+	cfg.Physics.StartDelay, cfg.Physics.FinishDelay, cfg.Physics.SuspendDelay = o.controlStart, o.controlFinish, o.controlSuspend
+	cfg.Physics.Grace = o.grace
 	if o.elastic < 0 || o.elastic > 1 {
 		return fmt.Errorf("--elastic %v: want a share between 0 and 1", o.elastic)
 	}

@@ -49,6 +49,13 @@ type Physics struct {
 	// the job finished and its GPUs free. The job holds its GPUs through both. Zero by
 	// default; a replay's comparison sets them to its cluster's (testbed/replay).
 	StartDelay, FinishDelay time.Duration
+	// SuspendDelay is the control plane's latency around a suspend, beyond its physics (the
+	// grace period, the run to the epoch's end and the checkpoint write): the Allocation
+	// write, the checkpoint request on the pods, the agent's acknowledgement, the job's
+	// suspend and its pods' deletion. The job holds its GPUs through it (SuspendWait); its
+	// progress stops as the physics says. Zero by default; a replay's comparison sets it to
+	// its cluster's.
+	SuspendDelay time.Duration
 }
 
 // Default returns the documented defaults.

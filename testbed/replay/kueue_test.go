@@ -192,13 +192,13 @@ func TestAssembleKueue(t *testing.T) {
 	s := func(n int) time.Time { return start.Add(time.Duration(n) * time.Second) }
 	o := Options{Name: "r", Policy: "Kueue", GPUs: 8, TimeScale: 100}
 	jobs := []traces.Job{{ID: "a", GPUs: 4, Duration: 500 * time.Second}}
-	occ := map[string][]occurrence{JobName(0): {{"Finished", s(12)}, {"Started", s(1)}, {"Suspended", s(4)}, {"Started", s(6)}}}
+	occ := map[string][]occurrence{JobName(0): {{"Finished", s(12)}, {"Started", s(1)}, {"Suspended", s(4)}, {"Preempting", s(3)}, {"Started", s(6)}}}
 	run, err := assemble(o, jobs, []time.Time{s(0)}, start, occ, map[string]jobCounts{JobName(0): {preemptions: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := run.Jobs[0]
-	if j.FirstStart != 100*time.Second || j.Finish != 1200*time.Second || j.Held != 900*time.Second || j.Preemptions != 1 {
+	if j.FirstStart != 100*time.Second || j.Finish != 1200*time.Second || j.Held != 900*time.Second || j.Preemptions != 1 || j.SuspendDelay != 100*time.Second {
 		t.Errorf("record %+v", j)
 	}
 	ph := sim.DefaultPhysics()

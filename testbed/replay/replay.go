@@ -442,8 +442,9 @@ func timelines(ctx context.Context, c Clients, o Options, jobs []traces.Job, sub
 // jobCounts are a job's preemptions and resizes as its scheduler counted them.
 type jobCounts struct{ preemptions, resizes int32 }
 
-// assemble builds the run from every job's occurrences (Started, Suspended, Finished) and
-// counts, in trace time from start.
+// assemble builds the run from every job's occurrences (Started, Preempting, Suspended,
+// Finished) and counts, in trace time from start. A job's SuspendDelay is the time from each
+// Preempting (the decision) to the Suspended that follows it (its GPUs free).
 func assemble(o Options, jobs []traces.Job, submitted []time.Time, start time.Time, byJob map[string][]occurrence, counts map[string]jobCounts) (*metrics.Run, error) {
 	trace := func(t time.Time) time.Duration { return time.Duration(float64(t.Sub(start)) * o.TimeScale) }
 	run := &metrics.Run{Policy: o.Policy + " (cluster)", GPUs: o.GPUs}
@@ -458,7 +459,7 @@ func assemble(o Options, jobs []traces.Job, submitted []time.Time, start time.Ti
 		occ := byJob[name]
 		sort.Slice(occ, func(a, b int) bool { return occ[a].at.Before(occ[b].at) })
 		rec := metrics.JobRecord{ID: j.ID, GPUs: j.GPUs, Submit: trace(submitted[i]), Service: j.Duration}
-		var startAt time.Time
+		var startAt, decidedAt time.Time
 		holding, started, finished := false, false, false
 		changes = append(changes, change{rec.Submit, 0, 1})
 		for _, e := range occ {
@@ -471,7 +472,15 @@ func assemble(o Options, jobs []traces.Job, submitted []time.Time, start time.Ti
 					startAt, holding = e.at, true
 					changes = append(changes, change{trace(e.at), int(j.GPUs), -1})
 				}
+			case "Preempting":
+				if holding && decidedAt.IsZero() {
+					decidedAt = e.at
+				}
 			case "Suspended":
+				if holding && !decidedAt.IsZero() {
+					rec.SuspendDelay += trace(e.at) - trace(decidedAt)
+				}
+				decidedAt = time.Time{}
 				if holding {
 					rec.Held += trace(e.at) - trace(startAt)
 					holding = false

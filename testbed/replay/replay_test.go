@@ -146,7 +146,7 @@ func TestTimelines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []metrics.JobRecord{{ID: "job-1", GPUs: 8, Submit: time.Minute, FirstStart: 2 * time.Minute, Finish: 30 * time.Minute,
-		Service: time.Hour, Held: 10*time.Minute + 10*time.Minute, Preemptions: 1}}
+		Service: time.Hour, Held: 10*time.Minute + 10*time.Minute, Preemptions: 1, SuspendDelay: 2 * time.Minute}}
 	if d := cmp.Diff(want, run.Jobs); d != "" {
 		t.Errorf("records (-want +got):\n%s", d)
 	}

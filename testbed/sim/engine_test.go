@@ -38,6 +38,13 @@ func delayed(start, finish time.Duration) Config {
 	return c
 }
 
+// suspendDelayed is handConfig with the control plane's suspend delay.
+func suspendDelayed(d time.Duration) Config {
+	c := handConfig()
+	c.Physics.SuspendDelay = d
+	return c
+}
+
 func run(t *testing.T, cluster traces.Cluster, jobs []traces.Job, p sched.Policy, cfg Config) *metrics.Run {
 	t.Helper()
 	e, err := New(cluster, jobs, p, cfg)
@@ -164,6 +171,28 @@ func TestEngineHandTraces(t *testing.T) {
 			want: []rec{
 				{ID: "a", Start: 0, Finish: 115, Held: 115, StartOver: 15},
 				{ID: "b", Start: 115, Finish: 180, Held: 65, Wait: 35, StartOver: 15},
+			},
+		},
+		// "preempt now" with the control plane's 8 s suspend delay: a's GPUs free at 37 + 30 +
+		// 8 = 75. b runs 75..140; a resumes at 140 (16 s), redoes from 20, ends 236.
+		"preempt now with a suspend delay": {
+			jobs:   twoJobs(),
+			policy: simtest.NewPriority(sched.SuspendNow),
+			cfg:    suspendDelayed(8 * s),
+			want: []rec{
+				{ID: "a", Start: 0, Finish: 236, Held: 171, Wait: 65, Preemptions: 1, Redone: 2, SuspendWait: 38, Resume: 16, StartOver: 15, Delay: 38},
+				{ID: "b", Start: 75, Finish: 140, Held: 65, Wait: 38, StartOver: 15},
+			},
+		},
+		// "preempt at boundary" with it: a's checkpoint is written at 47, its GPUs free at 55.
+		// b runs 55..120; a resumes at 120 (16 s), does the last 70 s, ends 206.
+		"preempt at boundary with a suspend delay": {
+			jobs:   twoJobs(),
+			policy: simtest.NewPriority(sched.SuspendBoundary),
+			cfg:    suspendDelayed(8 * s),
+			want: []rec{
+				{ID: "a", Start: 0, Finish: 206, Held: 141, Wait: 65, Preemptions: 1, SuspendWait: 10, Resume: 16, StartOver: 15, Delay: 18},
+				{ID: "b", Start: 55, Finish: 120, Held: 65, Wait: 18, StartOver: 15},
 			},
 		},
 		// The control plane's delays (start 3 s, finish 2 s): a's containers start at 3, it

@@ -178,7 +178,8 @@ func (e *Engine) start(j *job, t time.Duration, placement []sched.Slot) {
 // to the end of its current epoch, writes its checkpoint and frees its GPUs (at once if it
 // is exactly at a checkpoint; if the boundary is the job's end it simply finishes). Now:
 // the job stops, loses the work since its last checkpoint, and frees its GPUs after the
-// grace period. Ideal: the job stops at once and loses nothing. A resize (p.Resize) is a
+// grace period. Either frees its GPUs SuspendDelay later still, the control plane's part.
+// Ideal: the job stops at once and loses nothing. A resize (p.Resize) is a
 // boundary suspend after which the job is queued with the new placement reserved for it;
 // a grow promises the added GPUs now.
 func (e *Engine) preempt(j *job, t time.Duration, p sched.Preemption) {
@@ -210,6 +211,9 @@ func (e *Engine) preempt(j *job, t time.Duration, p sched.Preemption) {
 		}
 		reach := j.timeToReach(b)
 		j.limit, j.ckpt, j.stopAt, j.freeAt = b, b, reach, reach+j.writeTime(ph)
+	}
+	if !finishing && !ph.Ideal {
+		j.freeAt += ph.SuspendDelay
 	}
 	j.s.Phase = sched.Suspending
 	j.s.Suspend = &sched.SuspendState{Mode: p.Mode, For: p.For, Decided: Epoch.Add(t), FreeAt: Epoch.Add(j.freeAt)}
