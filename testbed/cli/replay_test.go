@@ -38,7 +38,9 @@ func TestReplayFlags(t *testing.T) {
 		"unknown model, old flag name": {args: []string{"--nodes", "2x8:A10O"},
 			wantErr: `--cluster 2x8:A10O: unknown GPU model "A10O"`},
 		"negative start delay": {args: []string{"--start-delay", "-1s"},
-			wantErr: "--start-delay -1s, --finish-delay 525ms: want each between 0 and 1h"},
+			wantErr: "--start-delay -1s: want between 0 and 1h"},
+		"suspend delay over an hour": {args: []string{"--suspend-delay", "2h"},
+			wantErr: "--suspend-delay 2h0m0s: want between 0 and 1h"},
 		"unknown kind": {args: []string{"--kind", "mpijob"},
 			wantErr: `--kind: job kind "mpijob": want one of pytorchjob, rayjob, trainjob, mixed`},
 	}
