@@ -161,12 +161,8 @@ func (h *harness) createPods(name string) []*corev1.Pod {
 	return h.makePods(name, true)
 }
 
-// createPendingPods creates a job's pods as the training-operator would, not yet bound.
-func (h *harness) createPendingPods(name string) []*corev1.Pod {
-	h.t.Helper()
-	return h.makePods(name, false)
-}
-
+// makePods creates a job's pods as the training-operator would: running on the first node of
+// its placement, or not yet bound.
 func (h *harness) makePods(name string, running bool) []*corev1.Pod {
 	h.t.Helper()
 	j := h.job(name)
@@ -307,15 +303,23 @@ func TestFinishedJobFreesGPUs(t *testing.T) {
 	}
 }
 
-func TestDeadlineSuspendsWithoutAcks(t *testing.T) {
+// preemptLow starts job low on one 8-GPU node, with its pods running or still pending, then
+// submits the higher-priority job high and runs the cycle that preempts low for it.
+func preemptLow(t *testing.T, running bool) *harness {
+	t.Helper()
 	low := utiltesting.MakePyTorchJob("low", "ns").Master(8).Obj()
 	high := utiltesting.MakePyTorchJob("high", "ns").Queue("high").Master(8).Obj()
 	h := newHarness(t, "kueue", gpuNode("a", 8), low, high)
 	h.reconcileJob("low")
 	h.cycle()
-	h.createPods("low")
+	h.makePods("low", running)
 	h.reconcileJob("high")
 	h.cycle()
+	return h
+}
+
+func TestDeadlineSuspendsWithoutAcks(t *testing.T) {
+	h := preemptLow(t, true)
 	h.wantPhase("low", v1alpha1.AllocationPreempting)
 	h.handshake("low")
 	h.wantPhase("low", v1alpha1.AllocationPreempting)
@@ -330,14 +334,7 @@ func TestDeadlineSuspendsWithoutAcks(t *testing.T) {
 // A job preempted before any of its pods started has trained nothing since it started: it is
 // suspended at once, keeping its resume epoch, not held on its GPUs until the deadline.
 func TestPreemptedBeforeItsPodsStartSuspendsAtOnce(t *testing.T) {
-	low := utiltesting.MakePyTorchJob("low", "ns").Master(8).Obj()
-	high := utiltesting.MakePyTorchJob("high", "ns").Queue("high").Master(8).Obj()
-	h := newHarness(t, "kueue", gpuNode("a", 8), low, high)
-	h.reconcileJob("low")
-	h.cycle()
-	h.createPendingPods("low")
-	h.reconcileJob("high")
-	h.cycle() // decides the preemption and runs the handshake
+	h := preemptLow(t, false) // the cycle decides the preemption and runs the handshake
 	a := h.wantPhase("low", v1alpha1.AllocationSuspended)
 	if r := condReason(a, v1alpha1.ConditionSuspended); r != "NotStarted" || a.Status.ResumeEpoch != 0 {
 		t.Fatalf("Suspended reason %q resume epoch %d, want NotStarted and 0", r, a.Status.ResumeEpoch)
