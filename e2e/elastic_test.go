@@ -129,7 +129,8 @@ func podCountOf(a *pickymanv1.Allocation) int32 {
 
 // checkResizes checks the pods of an elastic job across its resizes: each generation of pods
 // was acknowledged at a boundary checkpoint before it went (but the last), the next
-// generation resumed from exactly that epoch with the world size of its generation, no pod
+// generation resumed from exactly its gang's oldest acknowledged epoch with the world size of
+// its generation, no pod
 // began before its resume point, and the last generation trained to the end: no epoch lost.
 func checkResizes(ns, job string, w *util.GPUWatcher, epochs int32) {
 	h := w.History(ns, job)
@@ -155,6 +156,15 @@ func checkResizes(ns, job string, w *util.GPUWatcher, epochs int32) {
 	sizes := []int{}
 	for i, g := range gens {
 		sizes = append(sizes, len(g))
+		// The gang resumes from its oldest checkpoint: the least epoch its pods acknowledged
+		// (a pod still starting acknowledges its resume point while another may reach the
+		// next epoch's end).
+		oldest := int32(-1)
+		for _, r := range g {
+			if r.Ack != nil && (oldest < 0 || r.Ack.Epoch < oldest) {
+				oldest = r.Ack.Epoch
+			}
+		}
 		for _, r := range g {
 			gomega.ExpectWithOffset(1, r.FirstProgress).NotTo(gomega.BeNil(), "pod %s never trained", r.Name)
 			if r.Resume != nil {
@@ -167,7 +177,8 @@ func checkResizes(ns, job string, w *util.GPUWatcher, epochs int32) {
 				gomega.ExpectWithOffset(1, r.Ack).NotTo(gomega.BeNil(), "pod %s went without an acknowledgement", r.Name)
 				next := gens[i+1][0]
 				gomega.ExpectWithOffset(1, next.Resume).NotTo(gomega.BeNil())
-				gomega.ExpectWithOffset(1, next.Resume.Epoch).To(gomega.Equal(r.Ack.Epoch), "generation %d resumed from epoch %d, %s checkpointed %d", i+1, next.Resume.Epoch, r.Name, r.Ack.Epoch)
+				gomega.ExpectWithOffset(1, r.Ack.Epoch).To(gomega.BeNumerically(">=", next.Resume.Epoch), "generation %d resumed from epoch %d, after %s checkpointed %d", i+1, next.Resume.Epoch, r.Name, r.Ack.Epoch)
+				gomega.ExpectWithOffset(1, next.Resume.Epoch).To(gomega.Equal(oldest), "generation %d resumed from epoch %d, its gang's oldest checkpoint is %d", i+1, next.Resume.Epoch, oldest)
 			} else {
 				gomega.ExpectWithOffset(1, r.Progress.EpochsDone).To(gomega.Equal(epochs))
 			}
