@@ -49,6 +49,15 @@ func (g *gate) client(c client.WithWatch) client.WithWatch {
 	})
 }
 
+// swapsLanded waits until every fence swap s has queued has ended: a batch swaps the fence
+// in its own goroutine, before its gated writes, and another scheduler's cycle that should
+// see the swap must not run before it.
+func swapsLanded(s *Scheduler) {
+	turn, done := s.Fence.queue()
+	<-turn
+	done()
+}
+
 func gpuNodeObj(name string) *corev1.Node {
 	n := gpuNode(name, 8)
 	return &n
@@ -175,6 +184,7 @@ func TestFenceCarriesWritesInFlight(t *testing.T) {
 	if err != nil || b2 == nil {
 		t.Fatalf("a's second cycle: batch %v, %v; want j2's admission sent", b2, err)
 	}
+	swapsLanded(a)
 	h := queuedAllocation("h", 8, utiltesting.Epoch.Add(2*time.Minute))
 	h.Spec.Priority = 100
 	if err := lc.server.Create(ctx, h); err != nil {
@@ -235,6 +245,7 @@ func TestFenceKeepsAnothersPromises(t *testing.T) {
 	if err != nil || held == nil {
 		t.Fatalf("b's cycle: batch %v, %v; want j1's admission sent", held, err)
 	}
+	swapsLanded(b)
 	// j2 goes before j1 in a's order, so a does not decide on j1 itself.
 	j2 := queuedAllocation("j2", 8, utiltesting.Epoch.Add(time.Minute))
 	j2.Spec.Priority = 50
