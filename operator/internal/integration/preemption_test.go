@@ -36,6 +36,7 @@ func startVictim(t *testing.T, ns, node1, node2 string) *v1alpha1.Allocation {
 	}
 	waitPhase(t, ns, "low", v1alpha1.AllocationAdmitted, 20*time.Second)
 	eventually(t, 20*time.Second, func() error { return boundPods(ns, "low", 2) })
+	eventually(t, 20*time.Second, func() error { return podsStarted(ns, "pytorchjob-low", 2) })
 	high := utiltesting.MakePyTorchJob("high", ns).Queue("high").Master(8).Obj()
 	if err := k8s.Create(ctx, high); err != nil {
 		t.Fatal(err)

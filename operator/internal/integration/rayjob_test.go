@@ -138,6 +138,7 @@ func TestRayJobAdmissionPreemptionResume(t *testing.T) {
 		t.Errorf("pod sets %+v, want gpu x 2", a.Spec.PodSets)
 	}
 	eventually(t, 20*time.Second, func() error { return rayPodsOnNodes(ns, "low", 2) })
+	eventually(t, 20*time.Second, func() error { return podsStarted(ns, "rayjob-low", 2) })
 
 	high := utiltesting.MakePyTorchJob("high", ns).Queue("high").Master(8).Obj()
 	if err := k8s.Create(ctx, high); err != nil {

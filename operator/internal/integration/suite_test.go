@@ -33,6 +33,7 @@ import (
 
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/api/v1alpha1"
+	allocutil "github.com/pickyman/pickyman/operator/internal/allocation"
 	"github.com/pickyman/pickyman/operator/internal/setup"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
@@ -319,6 +320,27 @@ func jobPods(ns, job string) ([]corev1.Pod, error) {
 	var list corev1.PodList
 	err := k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{kftraining.JobNameLabel: job})
 	return list.Items, err
+}
+
+// podsStarted checks that n live pods of the Allocation named alloc have started (bound and
+// Running, as the fake kubelet sets them). A test that preempts a job waits for this first:
+// the handshake asks only started pods for a checkpoint, and suspends a job whose pods have
+// not started at once, without a request to see.
+func podsStarted(ns, alloc string, n int) error {
+	var list corev1.PodList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelAllocation: alloc}); err != nil {
+		return err
+	}
+	started := 0
+	for i := range list.Items {
+		if p := &list.Items[i]; p.DeletionTimestamp == nil && allocutil.Started(p) {
+			started++
+		}
+	}
+	if started != n {
+		return fmt.Errorf("%d of %d pods of %s started, want %d", started, len(list.Items), alloc, n)
+	}
+	return nil
 }
 
 // fakeTrainingOperator stands in for the training-operator in namespace ns: it creates the

@@ -172,6 +172,7 @@ func TestTrainJobAdmissionPreemptionResume(t *testing.T) {
 		t.Errorf("spec.runtimeRef.name = %q after the operator's update", rt)
 	}
 
+	eventually(t, 20*time.Second, func() error { return podsStarted(ns, "trainjob-low", 2) })
 	high := utiltesting.MakePyTorchJob("high", ns).Queue("high").Master(8).Obj()
 	if err := k8s.Create(ctx, high); err != nil {
 		t.Fatal(err)
