@@ -68,9 +68,19 @@ func readProcess(name, pidFile string) (localProcess, error) {
 		return p, fmt.Errorf("%s: not running", name)
 	}
 	dir := filepath.Join("/proc", strconv.Itoa(p.Pid))
-	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
-	if err != nil {
-		return p, fmt.Errorf("%s: %w", name, err)
+	// A process that has just been started reads as an empty command line for a moment: exec
+	// closes the starter's pipe, which ends exec.Cmd.Start, before it sets up the new
+	// program's arguments. Read again until they are there, for at most a second.
+	var cmdline []byte
+	for range 100 {
+		var err error
+		if cmdline, err = os.ReadFile(filepath.Join(dir, "cmdline")); err != nil {
+			return p, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(cmdline) > 0 || !alive(p.Pid) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	environ, err := os.ReadFile(filepath.Join(dir, "environ"))
 	if err != nil {

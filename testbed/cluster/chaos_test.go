@@ -94,6 +94,28 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Fatal("condition not met in 5 s")
 }
 
+// A process read right after it was started has its command line: exec ends
+// exec.Cmd.Start before the new program's arguments are set up, and the chaos restart and
+// TestPidFileKeepsItsFormat read a process at once.
+func TestReadProcessJustStarted(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 200 {
+		pidFile := filepath.Join(dir, strconv.Itoa(i)+".pid")
+		pid, err := startDetached("/bin/sh", []string{"-c", "sleep 60; true"}, nil, "", pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := readProcess("p", pidFile)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		if len(p.Argv) != 3 || p.Argv[0] != "/bin/sh" {
+			t.Fatalf("start %d: command line %q, want /bin/sh -c ...", i, p.Argv)
+		}
+	}
+}
+
 // TestPidFileKeepsItsFormat: a process started again rewrites its pid file as it was written.
 // kwokctl writes "123" and reads it back with a strict integer parse; "123\n" made it take etcd
 // and the API server for stopped and start second copies on the next `cluster up`.
