@@ -1065,6 +1065,10 @@ func run(name string, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// netAddrSet is the kernel's NET_ADDR_SET in /sys/class/net/<dev>/addr_assign_type: the
+// address was set by the user, and a bridge keeps it whatever its ports.
+const netAddrSet = "3"
+
 // ensureBridge creates node n's bridge with its address unless it exists, after checking that
 // no other interface holds an address in RealNodePodCIDR.
 func (o Options) ensureBridge(n realNode) error {
@@ -1088,6 +1092,21 @@ func (o Options) ensureBridge(n realNode) error {
 	}
 	if _, err := run("ip", "link", "show", "dev", n.Bridge); err != nil {
 		if _, err := run("ip", "link", "add", n.Bridge, "type", "bridge"); err != nil {
+			return err
+		}
+	}
+	// The bridge's own address, set once: a bridge whose address was never set takes the
+	// lowest of its ports', so a pod's end would change the gateway's address under the
+	// node's other pods, and their traffic through it would stall until they resolved it
+	// again (about 27 s seen).
+	if t, err := os.ReadFile(filepath.Join("/sys/class/net", n.Bridge, "addr_assign_type")); err != nil {
+		return err
+	} else if strings.TrimSpace(string(t)) != netAddrSet {
+		mac, err := os.ReadFile(filepath.Join("/sys/class/net", n.Bridge, "address"))
+		if err != nil {
+			return err
+		}
+		if _, err := run("ip", "link", "set", "dev", n.Bridge, "address", strings.TrimSpace(string(mac))); err != nil {
 			return err
 		}
 	}
