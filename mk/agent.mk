@@ -25,7 +25,7 @@ test-agent-integration: $(BIN)/kube-apiserver $(BIN)/etcd ## Run the agent's coo
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 -timeout 10m -v ./agent/test/integration/... ./testbed/agentsim/
 
 .PHONY: test-agent-torch
-test-agent-torch: agent-deps ## Run the agent end to end with real torchrun DDP jobs: checkpoint on request, resume, compare with the overhead model; shrink 2->1 and grow 1->2 from checkpoints; SIGTERM saves mid-epoch and resumes; the Python client's unit tests, offline install into a venv, peer check and weights-only checkpoints.
+test-agent-torch: agent-deps test-agent-traffic ## Run the agent end to end with real torchrun DDP jobs (and first make test-agent-traffic, on a real node): checkpoint on request, resume, compare with the overhead model; shrink 2->1 and grow 1->2 from checkpoints; SIGTERM saves mid-epoch and resumes; the Python client's unit tests, offline install into a venv, peer check and weights-only checkpoints.
 	$(GO) test -tags torch -count=1 -v -timeout 20m -run 'TestTorchCheckpointAndResume|TestTorchResizeFromCheckpoint|TestTorchSigtermCheckpointsAtOnce|TestPythonClientAndCheckpointSafety|TestPythonClientUnitTests|TestPythonPackageInstalls' ./agent/test/torch/
 
 .PHONY: run-agent-testbed

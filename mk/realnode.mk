@@ -49,3 +49,7 @@ TEST_TARGETS += test-realnode
 .PHONY: test-realnode
 test-realnode: $(REALNODE_CONTROL_PLANE) realnode-deps realnode-tools ## Bring up a cluster with one real node (root), run pods from imported archives against the API server and through Services, take it down.
 	CI=$${CI:-true} $(GO) test -v -count=1 -timeout 20m -tags realnode -run 'TestRealNode' ./testbed/cluster/
+
+.PHONY: test-agent-traffic
+test-agent-traffic: $(REALNODE_CONTROL_PLANE) realnode-deps realnode-tools agent-deps ## On a real node, PyTorch pods read datasets from the testbed's storage server every epoch; the agent measures their traffic and the predictor their epoch times; prints "traffic prediction: epochs=N within10=K".
+	CI=$${CI:-true} $(GO) test -v -count=1 -timeout 25m -tags 'realnode torch' -run 'TestTorchTrafficOnRealNode' ./testbed/cluster/

@@ -15,7 +15,7 @@ const module = "github.com/pickyman/pickyman/"
 
 // buildTags are the tag sets the project's tests build with (mk/*.mk): every import of every
 // file, tests included, is checked under each.
-var buildTags = []string{"", "integration", "e2e", "torch", "realnode", "e2e,scale"}
+var buildTags = []string{"", "integration", "e2e", "torch", "realnode", "realnode,torch", "e2e,scale"}
 
 type pkg struct {
 	ImportPath                         string

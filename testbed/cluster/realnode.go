@@ -532,6 +532,8 @@ type ImageFile struct {
 	Path string // inside the image, e.g. "pause" or "bin/app"
 	Mode int64  // 0755 when 0
 	Data []byte
+	// Link, if set, makes the file a symbolic link to Link (Mode and Data unused).
+	Link string
 }
 
 // Image is a one-layer linux/amd64 image.
@@ -642,6 +644,12 @@ func layerTar(files []ImageFile) ([]byte, error) {
 			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: time.Unix(0, 0)}); err != nil {
 				return nil, err
 			}
+		}
+		if f.Link != "" {
+			if err := tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeSymlink, Linkname: f.Link, Mode: 0o777, ModTime: time.Unix(0, 0)}); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		mode := f.Mode
 		if mode == 0 {

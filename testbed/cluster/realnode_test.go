@@ -178,7 +178,8 @@ func TestCreateArgsWithRealNodesWriteTheKwokctlConfig(t *testing.T) {
 
 func TestWriteImageArchive(t *testing.T) {
 	img := Image{Ref: "pickyman.local/probe:v1", Entrypoint: []string{"/bin/probe", "check"},
-		Files: []ImageFile{{Path: "bin/probe", Data: []byte("#!probe")}, {Path: "etc/x.conf", Mode: 0o644, Data: []byte("x")}}}
+		Files: []ImageFile{{Path: "bin/probe", Data: []byte("#!probe")}, {Path: "etc/x.conf", Mode: 0o644, Data: []byte("x")},
+			{Path: "lib64", Link: "usr/lib64"}}}
 	var a, b bytes.Buffer
 	if err := WriteImageArchive(&a, img); err != nil {
 		t.Fatal(err)
@@ -241,9 +242,22 @@ func TestWriteImageArchive(t *testing.T) {
 		t.Fatalf("layers %+v, diff ids %v", manifest.Layers, config.RootFS.DiffIDs)
 	}
 	layer := readTarHeaders(t, blob(manifest.Layers[0].Digest))
-	want := map[string]int64{"bin/": 0o755, "bin/probe": 0o755, "etc/": 0o755, "etc/x.conf": 0o644}
+	want := map[string]int64{"bin/": 0o755, "bin/probe": 0o755, "etc/": 0o755, "etc/x.conf": 0o644, "lib64": 0o777}
 	if diff := cmp.Diff(want, layer); diff != "" {
 		t.Errorf("layer (-want +got):\n%s", diff)
+	}
+	tr := tar.NewReader(bytes.NewReader(blob(manifest.Layers[0].Digest)))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatal("the layer has no lib64")
+		}
+		if h.Name == "lib64" {
+			if h.Typeflag != tar.TypeSymlink || h.Linkname != "usr/lib64" || h.Size != 0 {
+				t.Errorf("lib64: type %c, link %q, size %d; want a symbolic link to usr/lib64", h.Typeflag, h.Linkname, h.Size)
+			}
+			break
+		}
 	}
 }
 

@@ -18,6 +18,10 @@
 //
 // # Smoothing
 //
+// A sample closer than MinInterval (1 s) to the previous one is left to the next: the agent
+// samples on a 2 s tick and on pod events, and a loader that reads a batch at once and then
+// computes would give a short interval either a whole batch or nothing.
+//
 // Estimator keeps an exponentially weighted moving average (EWMA) of the interval rate
 // r_i = (bytes_i - bytes_{i-1}) / (t_i - t_{i-1}) with weight Alpha, and an EWMA of the
 // absolute deviation |r_i - mean| with the same weight, as TCP's round-trip estimator does

@@ -17,6 +17,10 @@ type Config struct {
 	MaxRejects int
 	// Warmup is the number of accepted samples before outliers are rejected (default 3).
 	Warmup int
+	// MinInterval is the shortest interval a sample spans (default 1 s): a sample closer
+	// to the previous one is left to the next, so that reads in batches do not give
+	// intervals that see a whole batch or none.
+	MinInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -34,6 +38,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Warmup <= 0 {
 		c.Warmup = 3
+	}
+	if c.MinInterval <= 0 {
+		c.MinInterval = time.Second
 	}
 	return c
 }
@@ -61,17 +68,17 @@ type Estimator struct {
 func NewEstimator(cfg Config) *Estimator { return &Estimator{cfg: cfg.withDefaults()} }
 
 // Observe records the counter value bytes at time t. Samples must come in time order; a
-// sample not after the previous one is ignored. It reports whether the sample moved the
-// estimate.
+// sample less than MinInterval after the previous one is ignored (the next spans its
+// interval too). It reports whether the sample moved the estimate.
 func (e *Estimator) Observe(t time.Time, bytes int64) bool {
 	if !e.primed {
 		e.last, e.lastBytes, e.primed = t, bytes, true
 		return false
 	}
-	dt := t.Sub(e.last).Seconds()
-	if dt <= 0 {
+	if t.Sub(e.last) < e.cfg.MinInterval {
 		return false
 	}
+	dt := t.Sub(e.last).Seconds()
 	delta := bytes - e.lastBytes
 	e.last, e.lastBytes = t, bytes
 	if delta < 0 { // counter reset

@@ -136,3 +136,32 @@ func BenchmarkEstimatorObserve(b *testing.B) {
 		e.Observe(t0.Add(time.Duration(i)*time.Second), n)
 	}
 }
+
+// TestEstimatorBurstyReadsSampledIrregularly: a loader that reads a batch at once and then
+// computes, sampled every 2 s and again a few milliseconds after each sample (the agent
+// samples on every pod event too, such as its own progress patch). A short interval sees
+// either nothing or a whole batch; its rate is 0 or an outlier, and rejecting the outliers
+// while keeping the zeros dragged the estimate down (a real node's compute-bound job: its
+// epoch time predicted 60% too long). Samples closer than MinInterval to the previous one
+// are left to the next.
+func TestEstimatorBurstyReadsSampledIrregularly(t *testing.T) {
+	const step, batch = 0.325, 629146.0 // seconds per step, bytes read at its start
+	e := NewEstimator(Config{})
+	var bytes int64
+	next := 0.0
+	at := func(s float64) {
+		for next <= s {
+			bytes += int64(batch)
+			next += step
+		}
+		e.Observe(t0.Add(time.Duration(s*float64(time.Second))), bytes)
+	}
+	for s := 0.0; s < 120; s += 2 {
+		at(s)
+		at(s + 0.02)
+	}
+	want := batch / step
+	if got := e.Rate(); math.Abs(got-want)/want > 0.05 {
+		t.Errorf("rate %.0f B/s, want %.0f within 5%% (%d samples rejected)", got, want, e.Rejected())
+	}
+}

@@ -7,7 +7,10 @@ Run with torchrun, for example on CPU with two workers:
       torchrun --standalone --nproc_per_node=2 train_ddp.py --epochs 5 --ckpt-dir /ckpt
 
 It trains a small MLP on synthetic data (generated from a seed per epoch, step and rank, so a
-resumed run sees the same data as an uninterrupted one). pickyman_agent.Preemptible does the
+resumed run sees the same data as an uninterrupted one), or with --data-url on a dataset
+object read from an HTTP object store every epoch: each step each rank reads its own byte
+range of the object (a Range request on one kept-alive connection per rank), so an epoch reads
+the whole object once, and trains on those bytes. pickyman_agent.Preemptible does the
 coordination with the agent (see its module documentation):
 
 - a "boundary" request: finish the current epoch, save, acknowledge, exit 143;
@@ -42,11 +45,13 @@ tests and logs.
 
 import argparse
 import hashlib
+import http.client
 import json
 import os
 import sys
 import threading
 import time
+import urllib.parse
 
 T_START = time.time()
 
@@ -73,6 +78,58 @@ def param_hash(model):
 def batch(args, epoch, step, rank):
     g = torch.Generator().manual_seed((epoch * 1_000_003 + step) * 131 + rank)
     x = torch.randn(args.batch, args.dim, generator=g)
+    y = (x[:, : args.classes].argmax(dim=1) + epoch) % args.classes
+    return x, y
+
+
+class Dataset:
+    """A dataset object on an HTTP object store, read a byte range per step and rank."""
+
+    def __init__(self, url, timeout=60.0):
+        u = urllib.parse.urlsplit(url)
+        if u.scheme != "http" or not u.hostname:
+            raise SystemExit(f"--data-url {url!r}: want http://host[:port]/key")
+        self.host, self.port, self.path = u.hostname, u.port or 80, u.path or "/"
+        self.timeout = timeout
+        self.conn = None
+        self.size = int(self._request("HEAD", {}).getheader("Content-Length", "0"))
+        if self.size <= 0:
+            raise SystemExit(f"--data-url {url!r}: empty object")
+
+    def _request(self, method, headers):
+        for attempt in range(3):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            try:
+                self.conn.request(method, self.path, headers=headers)
+                resp = self.conn.getresponse()
+                if method == "HEAD":
+                    resp.read()
+                if resp.status not in (200, 206):
+                    body = resp.read()
+                    raise SystemExit(f"{method} {self.path}: HTTP {resp.status}: {body[:200]!r}")
+                return resp
+            except (http.client.HTTPException, OSError):
+                self.conn.close()
+                self.conn = None
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)
+
+    def read(self, index, parts):
+        """Part index of parts equal parts of the object (the last takes the remainder)."""
+        per = self.size // parts
+        lo = index * per
+        hi = self.size if index == parts - 1 else lo + per
+        resp = self._request("GET", {"Range": f"bytes={lo}-{hi - 1}"})
+        return resp.read()
+
+
+def batch_from(args, data, epoch):
+    """A batch made of bytes read from storage: batch x dim inputs in [0, 1], labels from them."""
+    need = args.batch * args.dim
+    raw = data * (need // max(1, len(data)) + 1) if len(data) < need else data
+    x = torch.frombuffer(bytearray(raw[:need]), dtype=torch.uint8).float().div_(255).view(args.batch, args.dim)
     y = (x[:, : args.classes].argmax(dim=1) + epoch) % args.classes
     return x, y
 
@@ -159,6 +216,8 @@ def main():
     ap.add_argument("--ckpt-dir", default="/tmp/pickyman-ckpt")
     ap.add_argument("--ckpt-every", type=int, default=0,
                     help="also checkpoint every N epochs (0: only when the agent asks)")
+    ap.add_argument("--data-url", default="",
+                    help="read the dataset from this HTTP object (http://host:port/key) every epoch")
     args = ap.parse_args()
 
     dist.init_process_group("gloo")
@@ -203,6 +262,9 @@ def main():
         g["lr"] = args.lr * world / ref_world
     if rank == 0:
         event("sized", world=world, reference_world=ref_world, steps=steps, lr=args.lr * world / ref_world, **sized)
+    data = Dataset(args.data_url) if args.data_url else None
+    if data is not None and rank == 0:
+        event("dataset", url=args.data_url, bytes=data.size)
     ddp = DDP(model)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -215,8 +277,13 @@ def main():
             for step in range(first, steps):
                 if args.step_delay:
                     time.sleep(args.step_delay)
-                x, y = batch(args, epoch, step, rank)
-                nbytes += x.numel() * x.element_size() + y.numel() * y.element_size()
+                if data is not None:
+                    chunk = data.read(step * world + rank, steps * world)
+                    nbytes += len(chunk)
+                    x, y = batch_from(args, chunk, epoch)
+                else:
+                    x, y = batch(args, epoch, step, rank)
+                    nbytes += x.numel() * x.element_size() + y.numel() * y.element_size()
                 samples += len(x)
                 opt.zero_grad()
                 loss = loss_fn(ddp(x), y)

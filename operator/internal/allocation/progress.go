@@ -22,6 +22,9 @@ type PodProgress struct {
 	// smoothed read rates.
 	ReadBytes int64
 	ReadRate  float64
+	// Time is when the newest of the reports that carry a read rate was taken (the agent's
+	// clock), zero if none does.
+	Time time.Time
 }
 
 // ReadProgress folds the progress annotations of a job's pods: the least epochs done (the
@@ -49,6 +52,9 @@ func ReadProgress(pods []*corev1.Pod) PodProgress {
 		}
 		p.ReadRate += pr.ReadRate
 		p.ReadBytes += pr.ReadBytes
+		if pr.ReadRate > 0 && pr.Time.After(p.Time) {
+			p.Time = pr.Time
+		}
 	}
 	return p
 }

@@ -454,6 +454,61 @@ func TestObserverLearnsEpochs(t *testing.T) {
 	}
 }
 
+// TestObserverLearnsReadRate: each newer report of the pods' read rate reaches the observer
+// as traffic over the time since the previous report, so that the predictor has a live
+// estimate before the job's first epoch ends; a report not newer than the last adds nothing.
+func TestObserverLearnsReadRate(t *testing.T) {
+	job := utiltesting.MakePyTorchJob("train", "ns").Master(2).Workers(1, 2).Obj()
+	h := newHarness(t, "fifo", gpuNode("a", 8), job)
+	rec := &recorder{}
+	h.setPolicy(h.sched.Policy, rec)
+	h.reconcileJob("train")
+	h.cycle()
+	pods := h.createPods("train")
+	if len(pods) != 2 {
+		t.Fatalf("%d pods, want a master and a worker", len(pods))
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	report := func(at time.Duration, rate float64) {
+		for _, pod := range pods {
+			cur := &corev1.Pod{}
+			if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(pod), cur); err != nil {
+				t.Fatal(err)
+			}
+			pr, _ := json.Marshal(agentv1alpha1.Progress{ReadRate: rate, ReadBytes: int64(rate * at.Seconds()), Time: t0.Add(at)})
+			cur.Annotations[agentv1alpha1.AnnotationProgress] = string(pr)
+			if err := h.c.Update(context.Background(), cur); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.cycle()
+	}
+	report(0, 1e6)
+	report(2*time.Second, 1e6)
+	report(2*time.Second, 1e6) // the same report again
+	report(5*time.Second, 3e6)
+	var got []sched.Event
+	for _, ev := range rec.events {
+		if ev.Kind == sched.EventTraffic {
+			got = append(got, ev)
+		}
+	}
+	// The job's rate is its pods' sum; the first report only sets the start.
+	n := int64(len(pods))
+	want := []struct {
+		d     time.Duration
+		bytes int64
+	}{{2 * time.Second, n * 2e6}, {3 * time.Second, n * 9e6}}
+	if len(got) != len(want) {
+		t.Fatalf("%d traffic events, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].Duration != w.d || got[i].Bytes != w.bytes || got[i].Job.ID != "ns/pytorchjob-train" {
+			t.Errorf("traffic event %d: %v, %d bytes for %s; want %v, %d bytes", i, got[i].Duration, got[i].Bytes, got[i].Job.ID, w.d, w.bytes)
+		}
+	}
+}
+
 // TestFinishedJobHoldsGPUsUntilItsPodsEnd: a job whose kind reports it finished while one of
 // its placed pods still runs (a Ray worker outlives its job until KubeRay deletes the
 // cluster) keeps its GPUs until the pod has ended or is gone: another job admitted onto them

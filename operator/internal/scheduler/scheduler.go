@@ -67,6 +67,9 @@ type Scheduler struct {
 
 	// seen is the progress last reported to the observer, per job ID.
 	seen map[string]allocation.PodProgress
+	// rateAt is the time of the read-rate report last turned into a traffic event, per job
+	// ID.
+	rateAt map[string]time.Time
 	// progress is the pods' progress of the last snapshot, per job ID.
 	progress map[string]allocation.PodProgress
 	// lost are the Admitted Allocations of the last snapshot placed on a lost node
@@ -95,6 +98,7 @@ func New(s Scheduler) *Scheduler {
 	}
 	sch.Inbox.setObserved(sch.Observer != nil)
 	sch.seen = map[string]allocation.PodProgress{}
+	sch.rateAt = map[string]time.Time{}
 	sch.inflight = &inflight{}
 	return sch
 }
@@ -261,7 +265,7 @@ func (s *Scheduler) cycle(ctx context.Context) (*batch, error) {
 	for _, ev := range events {
 		s.Observer.Observe(ev)
 	}
-	s.observeEpochs(snap)
+	s.observeProgress(snap)
 
 	// 2. Decide.
 	stage("snapshot") // with the lost nodes' requeue and the events
@@ -449,9 +453,12 @@ func (s *Scheduler) updateGauges(snap *sched.Snapshot, allocs map[string]*v1alph
 	}
 }
 
-// observeEpochs tells the observer (a learning policy) about epochs the agents reported since
-// the last cycle, with the storage bytes read meanwhile.
-func (s *Scheduler) observeEpochs(snap *sched.Snapshot) {
+// observeProgress tells the observer (a learning policy) about epochs the agents reported
+// since the last cycle, with the storage bytes read meanwhile, and about the pods' storage
+// read rate: each newer report of a running job's rate becomes a traffic event over the time
+// since the previous one (EventTraffic, the predictor's source before the job's first epoch
+// ends).
+func (s *Scheduler) observeProgress(snap *sched.Snapshot) {
 	if s.Observer == nil {
 		return
 	}
@@ -460,6 +467,7 @@ func (s *Scheduler) observeEpochs(snap *sched.Snapshot) {
 		live[j.ID] = true
 		if j.Phase != sched.Running {
 			delete(s.seen, j.ID)
+			delete(s.rateAt, j.ID)
 			continue
 		}
 		prog, ok := s.progress[j.ID]
@@ -474,6 +482,21 @@ func (s *Scheduler) observeEpochs(snap *sched.Snapshot) {
 		if had && prog.EpochsDone > last.EpochsDone && prog.EpochTime > 0 {
 			// From this cycle's snapshot: delivered at once.
 			s.Observer.Observe(sched.Event{Kind: sched.EventEpoch, Time: snap.Now, Job: j, Duration: prog.EpochTime, Bytes: max(0, prog.ReadBytes-last.ReadBytes)})
+		}
+		if prog.ReadRate > 0 && !prog.Time.IsZero() {
+			at, had := s.rateAt[j.ID]
+			if had && prog.Time.After(at) {
+				d := prog.Time.Sub(at)
+				s.Observer.Observe(sched.Event{Kind: sched.EventTraffic, Time: snap.Now, Job: j, Duration: d, Bytes: int64(prog.ReadRate * d.Seconds())})
+			}
+			if !had || prog.Time.After(at) {
+				s.rateAt[j.ID] = prog.Time
+			}
+		}
+	}
+	for id := range s.rateAt {
+		if !live[id] {
+			delete(s.rateAt, id)
 		}
 	}
 	for id := range s.seen {
