@@ -46,9 +46,13 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestRealNode(t *testing.T) {
+// realNodeClusterOptions returns the options of a cluster named name with one real node of 8
+// A100s and no training-operator or KubeRay, logging to t, changed by set; it fails t if a
+// binary or a real node's dependency of those options is missing.
+func realNodeClusterOptions(t *testing.T, name string, set ...func(*Options)) Options {
+	t.Helper()
 	o := DefaultOptions("")
-	o.Name = "rntest"
+	o.Name = name
 	o.TrainingOperator, o.KubeRay = false, false
 	pool, err := ParsePool("1x8:A100")
 	if err != nil {
@@ -58,12 +62,20 @@ func TestRealNode(t *testing.T) {
 	o.RealNodes = 1
 	o.Timeout = 3 * time.Minute
 	o.Log = testLog{t}
+	for _, f := range set {
+		f(&o)
+	}
 	if missing := o.MissingBinaries(); len(missing) > 0 {
 		t.Fatalf("missing binaries (run `make tools`): %s", strings.Join(missing, ", "))
 	}
 	if missing := o.MissingRealNodeDeps(); len(missing) > 0 {
 		t.Fatalf("real nodes: missing %s", strings.Join(missing, ", "))
 	}
+	return o
+}
+
+func TestRealNode(t *testing.T) {
+	o := realNodeClusterOptions(t, "rntest")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	if err := Down(ctx, o); err != nil { // a run that was interrupted

@@ -11,7 +11,7 @@ package cluster
 // (agent/cmd/pickyman-agent, a process in the host's PID namespace as its DaemonSet runs)
 // measures each pod's receive traffic in its network namespace and reports it in the pod's
 // progress annotation; the operator's predictor turns each report into an epoch-time
-// prediction as the scheduler does (observeProgress: an EventTraffic over the time since the
+// prediction as the scheduler does (predictor.RateReports: an EventTraffic over the time since the
 // previous report). Each epoch's prediction is the newest made before that epoch ended; it is
 // scored against the epoch's time measured by the training script.
 
@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/pickyman/pickyman/agent/test/kubetest"
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/overhead"
 	"github.com/pickyman/pickyman/operator/pkg/predictor"
@@ -81,23 +82,7 @@ func TestTorchTrafficOnRealNode(t *testing.T) {
 	if out, err := exec.Command(torchPython, "-c", "import torch, torch.distributed as d; assert d.is_gloo_available()").CombinedOutput(); err != nil {
 		t.Fatalf("PyTorch is not usable with %s (run `make agent-deps`): %v\n%s", torchPython, err, out)
 	}
-	o := DefaultOptions("")
-	o.Name = "rntorch"
-	o.TrainingOperator, o.KubeRay, o.Trainer = false, false, false
-	pool, err := ParsePool("1x8:A100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Pools = []Pool{pool}
-	o.RealNodes = 1
-	o.Timeout = 3 * time.Minute
-	o.Log = testLog{t}
-	if missing := o.MissingBinaries(); len(missing) > 0 {
-		t.Fatalf("missing binaries (run `make tools`): %s", strings.Join(missing, ", "))
-	}
-	if missing := o.MissingRealNodeDeps(); len(missing) > 0 {
-		t.Fatalf("real nodes: missing %s", strings.Join(missing, ", "))
-	}
+	o := realNodeClusterOptions(t, "rntorch", func(o *Options) { o.Trainer = false })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	if err := Down(ctx, o); err != nil {
@@ -373,7 +358,7 @@ func suspendAndResume(ctx context.Context, t *testing.T, c *Clients, o Options, 
 		}
 	}
 	epochTime := sum / time.Duration(n)
-	writeBW, readBW := calibrateDir(t, ckptDir, ack.Bytes)
+	writeBW, readBW := kubetest.CalibrateDir(t, ckptDir, ack.Bytes)
 	model := overhead.New(overhead.Params{WriteBW: writeBW, ReadBW: readBW, Grace: 30 * time.Second})
 	t0 := time.Now()
 	for i, s := range starts {
@@ -435,38 +420,6 @@ func findEvent(evs []scriptEvent, name string, epoch int32) *scriptEvent {
 	return nil
 }
 
-// calibrateDir measures dir's write (with fsync) and read bandwidth for a file of n bytes.
-func calibrateDir(t *testing.T, dir string, n int64) (write, read float64) {
-	t.Helper()
-	buf := make([]byte, n)
-	for i := range buf {
-		buf[i] = byte(i * 7)
-	}
-	path := filepath.Join(dir, "calibrate.bin")
-	t0 := time.Now()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(buf); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	write = float64(n) / time.Since(t0).Seconds()
-	t0 = time.Now()
-	if _, err := os.ReadFile(path); err != nil {
-		t.Fatal(err)
-	}
-	read = float64(n) / time.Since(t0).Seconds()
-	_ = os.Remove(path)
-	return write, read
-}
-
 // trafficPrediction is the predictor's epoch time after one report.
 type trafficPrediction struct {
 	at    time.Time
@@ -474,28 +427,23 @@ type trafficPrediction struct {
 }
 
 // predictFromTraffic feeds a job's reports to the operator's predictor as the scheduler does
-// (each report newer than the previous one with a read rate becomes an EventTraffic over the
-// time between them) and returns the traffic prediction after each.
+// (predictor.RateReports: each report newer than the previous one with a read rate becomes an
+// EventTraffic over the time between them) and returns the traffic prediction after each.
 func predictFromTraffic(j trafficJob, rs []agentv1alpha1.Progress) []trafficPrediction {
 	p := predictor.New(nil, predictor.DefaultConfig())
 	job := &sched.Job{ID: "traffic/" + j.name, Workers: 1, GPUsPerWorker: 1, Epochs: int32(j.epochs), DatasetBytes: j.size, Phase: sched.Running}
 	p.Observe(sched.Event{Kind: sched.EventSubmitted, Job: job})
 	p.Observe(sched.Event{Kind: sched.EventStarted, Job: job})
 	var out []trafficPrediction
-	var at time.Time
+	var reports predictor.RateReports
 	for _, r := range rs {
-		if r.ReadRate <= 0 || r.Time.IsZero() {
+		d, bytes, ok := reports.Sample(job.ID, r.Time, r.ReadRate)
+		if !ok {
 			continue
 		}
-		if !at.IsZero() && r.Time.After(at) {
-			d := r.Time.Sub(at)
-			p.Observe(sched.Event{Kind: sched.EventTraffic, Time: r.Time, Job: job, Duration: d, Bytes: int64(r.ReadRate * d.Seconds())})
-			if pr := p.Predict(job); pr.Source == predictor.SourceTraffic && pr.EpochTime > 0 {
-				out = append(out, trafficPrediction{at: r.Time, epoch: pr.EpochTime})
-			}
-		}
-		if at.IsZero() || r.Time.After(at) {
-			at = r.Time
+		p.Observe(sched.Event{Kind: sched.EventTraffic, Time: r.Time, Job: job, Duration: d, Bytes: bytes})
+		if pr := p.Predict(job); pr.Source == predictor.SourceTraffic && pr.EpochTime > 0 {
+			out = append(out, trafficPrediction{at: r.Time, epoch: pr.EpochTime})
 		}
 	}
 	return out

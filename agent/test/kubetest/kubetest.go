@@ -1,6 +1,7 @@
 // Package kubetest holds the helpers of the agent's integration tests and the testbed
 // agent's: a kube-apiserver and etcd from KUBEBUILDER_ASSETS (controller-runtime's envtest;
-// make test-agent-integration sets it to bin/), and the pods and nodes they create.
+// make test-agent-integration sets it to bin/), the pods and nodes they create, and a
+// checkpoint directory's bandwidth (CalibrateDir) for the real-training tests.
 package kubetest
 
 import (

@@ -31,6 +31,7 @@ import (
 
 	"github.com/pickyman/pickyman/agent/pkg/api"
 	"github.com/pickyman/pickyman/agent/pkg/coord"
+	"github.com/pickyman/pickyman/agent/test/kubetest"
 	agentv1alpha1 "github.com/pickyman/pickyman/api/agent/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/overhead"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
@@ -256,39 +257,6 @@ func annotations(t *testing.T, c client.Client) map[string]string {
 	return p.Annotations
 }
 
-// calibrate measures the checkpoint directory's write (with fsync) and read bandwidth for a
-// file of n bytes.
-func calibrate(t *testing.T, dir string, n int64) (write, read float64) {
-	t.Helper()
-	buf := make([]byte, n)
-	for i := range buf {
-		buf[i] = byte(i * 7)
-	}
-	path := filepath.Join(dir, "calibrate.bin")
-	t0 := time.Now()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(buf); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	write = float64(n) / time.Since(t0).Seconds()
-	t0 = time.Now()
-	if _, err := os.ReadFile(path); err != nil {
-		t.Fatal(err)
-	}
-	read = float64(n) / time.Since(t0).Seconds()
-	os.Remove(path)
-	return write, read
-}
-
 func relErr(measured, predicted time.Duration) float64 {
 	return (measured - predicted).Seconds() / measured.Seconds()
 }
@@ -417,7 +385,7 @@ func TestTorchCheckpointAndResume(t *testing.T) {
 
 	// 3. Compare the measured overheads with the overhead model, its parameters learned from
 	//    run 1 (start) and a calibration of the checkpoint directory (bandwidths).
-	writeBW, readBW := calibrate(t, tmp, ack.Bytes)
+	writeBW, readBW := kubetest.CalibrateDir(t, tmp, ack.Bytes)
 	start := e0.time().Sub(r1.start) // launch to first epoch: start and warm-up, no load
 	model := overhead.New(overhead.Params{Start: start, WriteBW: writeBW, ReadBW: readBW, Grace: 30 * time.Second})
 	job := &sched.Job{ID: "j", Model: "mlp", Epochs: epochs, EpochsDone: cur.Epoch, CheckpointBytes: ack.Bytes,

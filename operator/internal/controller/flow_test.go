@@ -408,6 +408,27 @@ func TestFinishScoresPredictionAndRecordsProfile(t *testing.T) {
 	}
 }
 
+// reportProgress writes pr as the progress annotation of each of pods, as their agents
+// would, and runs a cycle.
+func (h *harness) reportProgress(pods []*corev1.Pod, pr agentv1alpha1.Progress) {
+	h.t.Helper()
+	data, err := json.Marshal(pr)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, pod := range pods {
+		cur := &corev1.Pod{}
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(pod), cur); err != nil {
+			h.t.Fatal(err)
+		}
+		cur.Annotations[agentv1alpha1.AnnotationProgress] = string(data)
+		if err := h.c.Update(context.Background(), cur); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	h.cycle()
+}
+
 type recorder struct{ events []sched.Event }
 
 func (r *recorder) Observe(ev sched.Event) { r.events = append(r.events, ev) }
@@ -421,18 +442,7 @@ func TestObserverLearnsEpochs(t *testing.T) {
 	h.cycle()
 	pods := h.createPods("train")
 	report := func(done int32, bytes int64) {
-		for _, pod := range pods {
-			cur := &corev1.Pod{}
-			if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(pod), cur); err != nil {
-				t.Fatal(err)
-			}
-			pr, _ := json.Marshal(agentv1alpha1.Progress{EpochsDone: done, EpochSeconds: 60, ReadBytes: bytes})
-			cur.Annotations[agentv1alpha1.AnnotationProgress] = string(pr)
-			if err := h.c.Update(context.Background(), cur); err != nil {
-				t.Fatal(err)
-			}
-		}
-		h.cycle()
+		h.reportProgress(pods, agentv1alpha1.Progress{EpochsDone: done, EpochSeconds: 60, ReadBytes: bytes})
 	}
 	report(1, 1000)
 	report(1, 1500)
@@ -470,18 +480,7 @@ func TestObserverLearnsReadRate(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	report := func(at time.Duration, rate float64) {
-		for _, pod := range pods {
-			cur := &corev1.Pod{}
-			if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(pod), cur); err != nil {
-				t.Fatal(err)
-			}
-			pr, _ := json.Marshal(agentv1alpha1.Progress{ReadRate: rate, ReadBytes: int64(rate * at.Seconds()), Time: t0.Add(at)})
-			cur.Annotations[agentv1alpha1.AnnotationProgress] = string(pr)
-			if err := h.c.Update(context.Background(), cur); err != nil {
-				t.Fatal(err)
-			}
-		}
-		h.cycle()
+		h.reportProgress(pods, agentv1alpha1.Progress{ReadRate: rate, ReadBytes: int64(rate * at.Seconds()), Time: t0.Add(at)})
 	}
 	report(0, 1e6)
 	report(2*time.Second, 1e6)

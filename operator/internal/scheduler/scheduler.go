@@ -20,6 +20,7 @@ import (
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/jobframework"
+	"github.com/pickyman/pickyman/operator/pkg/predictor"
 	"github.com/pickyman/pickyman/operator/pkg/sched"
 )
 
@@ -67,9 +68,8 @@ type Scheduler struct {
 
 	// seen is the progress last reported to the observer, per job ID.
 	seen map[string]allocation.PodProgress
-	// rateAt is the time of the read-rate report last turned into a traffic event, per job
-	// ID.
-	rateAt map[string]time.Time
+	// rates turns the pods' read-rate reports into traffic events, per job ID.
+	rates predictor.RateReports
 	// progress is the pods' progress of the last snapshot, per job ID.
 	progress map[string]allocation.PodProgress
 	// lost are the Admitted Allocations of the last snapshot placed on a lost node
@@ -98,7 +98,6 @@ func New(s Scheduler) *Scheduler {
 	}
 	sch.Inbox.setObserved(sch.Observer != nil)
 	sch.seen = map[string]allocation.PodProgress{}
-	sch.rateAt = map[string]time.Time{}
 	sch.inflight = &inflight{}
 	return sch
 }
@@ -467,7 +466,7 @@ func (s *Scheduler) observeProgress(snap *sched.Snapshot) {
 		live[j.ID] = true
 		if j.Phase != sched.Running {
 			delete(s.seen, j.ID)
-			delete(s.rateAt, j.ID)
+			s.rates.Forget(j.ID)
 			continue
 		}
 		prog, ok := s.progress[j.ID]
@@ -483,22 +482,11 @@ func (s *Scheduler) observeProgress(snap *sched.Snapshot) {
 			// From this cycle's snapshot: delivered at once.
 			s.Observer.Observe(sched.Event{Kind: sched.EventEpoch, Time: snap.Now, Job: j, Duration: prog.EpochTime, Bytes: max(0, prog.ReadBytes-last.ReadBytes)})
 		}
-		if prog.ReadRate > 0 && !prog.Time.IsZero() {
-			at, had := s.rateAt[j.ID]
-			if had && prog.Time.After(at) {
-				d := prog.Time.Sub(at)
-				s.Observer.Observe(sched.Event{Kind: sched.EventTraffic, Time: snap.Now, Job: j, Duration: d, Bytes: int64(prog.ReadRate * d.Seconds())})
-			}
-			if !had || prog.Time.After(at) {
-				s.rateAt[j.ID] = prog.Time
-			}
+		if d, bytes, ok := s.rates.Sample(j.ID, prog.Time, prog.ReadRate); ok {
+			s.Observer.Observe(sched.Event{Kind: sched.EventTraffic, Time: snap.Now, Job: j, Duration: d, Bytes: bytes})
 		}
 	}
-	for id := range s.rateAt {
-		if !live[id] {
-			delete(s.rateAt, id)
-		}
-	}
+	s.rates.Retain(live)
 	for id := range s.seen {
 		if !live[id] {
 			delete(s.seen, id)
