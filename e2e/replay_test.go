@@ -11,7 +11,10 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pickyman/pickyman/e2e/util"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
@@ -115,9 +118,12 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 
 	// chaosReplay replays the jobs under pickyman while inject breaks the cluster beside it, and
 	// checks what every chaos spec checks: every job finished, none ran twice at once, no node
-	// was promised more GPUs than it has. inject gets the replay's start time and a count of
-	// the submissions the API server refused (each retried until accepted).
-	chaosReplay := func(ctx context.Context, name string, inject func(ctx context.Context, w *util.GPUWatcher, refused *util.LineCounter) error) {
+	// was promised more GPUs than it has. before, when set, runs once the operator runs the
+	// replay's configuration and before the first submission, in the replay's namespace
+	// (created for it). inject gets the watcher and a count of the submissions the API server
+	// refused (each retried until accepted).
+	chaosReplay := func(ctx context.Context, name string, before func(ctx context.Context, ns string) error,
+		inject func(ctx context.Context, w *util.GPUWatcher, refused *util.LineCounter) error) {
 		conf := replay.OperatorConfig("pickyman", jobs, timeScale)
 		suite.opts.PickyMan.Config = conf
 		gomega.Expect(suite.opts.StopComponent(cluster.ComponentOperator, false)).To(gomega.Succeed())
@@ -127,13 +133,18 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		watcher, err := util.WatchGPUs(wctx, suite.clients.Kube, suite.watchClient)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		refused := util.NewLineCounter(ginkgo.GinkgoWriter, refusedLine, acceptedLine)
+		ns := "e2e-" + name + "-" + suite.runID
+		if before != nil {
+			_, err := suite.clients.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			gomega.Expect(before(ctx, ns)).To(gomega.Succeed())
+		}
 
 		chaos := make(chan error, 1)
 		go func() {
 			defer ginkgo.GinkgoRecover()
 			chaos <- inject(ctx, watcher, refused)
 		}()
-		ns := "e2e-" + name + "-" + suite.runID
 		run, err := replay.Run(ctx, replay.Clients{Client: suite.client, Kube: suite.clients.Kube}, replay.Options{
 			Jobs: jobs, Name: "e2e-" + name, Policy: "pickyman", GPUs: nodes * gpusPerNode, TimeScale: timeScale,
 			Namespace: ns, Stuck: 3 * time.Minute, Progress: refused,
@@ -161,7 +172,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 			cluster.ComponentTrainingOperator}
 		rng.Shuffle(len(kills), func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
 		fmt.Fprintf(ginkgo.GinkgoWriter, "chaos seed %d: kills in order %v\n", seed, kills)
-		chaosReplay(ctx, "chaos", func(ctx context.Context, _ *util.GPUWatcher, _ *util.LineCounter) error {
+		chaosReplay(ctx, "chaos", nil, func(ctx context.Context, _ *util.GPUWatcher, _ *util.LineCounter) error {
 			for _, c := range kills {
 				if err := util.Sleep(ctx, time.Duration(3+rng.IntN(10))*time.Second); err != nil {
 					return err
@@ -191,7 +202,7 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 	ginkgo.It("finishes every job, none running twice at once and no node over-committed, while etcd and the API server are killed and restarted twice", func(ctx context.Context) {
 		var outages []cluster.Outage
 		var watcher *util.GPUWatcher
-		chaosReplay(ctx, "apiserver", func(ctx context.Context, w *util.GPUWatcher, _ *util.LineCounter) error {
+		chaosReplay(ctx, "apiserver", nil, func(ctx context.Context, w *util.GPUWatcher, _ *util.LineCounter) error {
 			watcher = w
 			// The first while jobs are still being submitted, the second 5 s after the first is
 			// over, while the queue drains (the replay lasts about a minute).
@@ -222,25 +233,45 @@ var _ = ginkgo.Describe("Trace replay", ginkgo.Ordered, ginkgo.Label("cluster", 
 		if !suite.opts.PickyMan.Installed {
 			ginkgo.Skip("the partition cuts off the agent's pod on a real node: it needs the installed product (PICKYMAN_E2E_PROCESSES unset)")
 		}
-		chaosReplay(ctx, "partition", func(ctx context.Context, w *util.GPUWatcher, refused *util.LineCounter) error {
-			// Jobs arrive one a second for 12 s: as they start, every operator replica is
-			// killed (the webhook goes with them) and kept down for 8 s, and until the API
-			// server has refused a submission for it. A killed replica's pod is gone from the
-			// API at once, but its process on the node and its address in the webhook
-			// Service's endpoints may outlive it by seconds on a loaded machine, answering the
-			// submissions meanwhile; the submitter retries the refused job and holds the later
-			// ones behind it, so the outage then lasts until the restart.
-			down := time.Now()
+		var down time.Time
+		// Every operator replica is killed (the webhook goes with them) before the first of the
+		// jobs, which arrive one a second for 12 s, and the outage is known to have begun
+		// before they do: a dry-run submission is refused. A killed replica's pod is gone from
+		// the API at once, but its process on the node and its address in the webhook
+		// Service's endpoints may outlive it by seconds on a loaded machine, answering
+		// submissions meanwhile; a kill racing the submissions could miss them all.
+		outage := func(ctx context.Context, ns string) error {
+			down = time.Now()
 			if err := suite.opts.StopComponent(cluster.ComponentOperator, true); err != nil {
 				return err
 			}
+			probe, err := replay.Build(replay.KindPyTorchJob, jobs[0], "webhook-probe", ns, "e2e-partition")
+			if err != nil {
+				return err
+			}
+			var last error
+			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				last = suite.client.Create(ctx, probe.DeepCopyObject().(client.Object), client.DryRunAll)
+				return last != nil, nil
+			}); err != nil {
+				return fmt.Errorf("a dry-run submission was still accepted a minute after every operator replica's deletion: the webhook did not go down")
+			}
+			if !replay.Transient(last) {
+				return fmt.Errorf("the dry-run submission was refused for another reason than the webhook's absence: %w", last)
+			}
+			fmt.Fprintf(ginkgo.GinkgoWriter, "%s: webhook down %v after the kill began: %v\n", time.Now().Format(time.TimeOnly), time.Since(down).Round(100*time.Millisecond), last)
+			return nil
+		}
+		chaosReplay(ctx, "partition", outage, func(ctx context.Context, w *util.GPUWatcher, refused *util.LineCounter) error {
+			// Kept down for 8 s, and until the API server has refused a submission; the
+			// submitter retries the refused job and holds the later ones behind it.
 			if err := util.Sleep(ctx, 8*time.Second); err != nil {
 				return err
 			}
 			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 				return len(refused.Lines(refusedLine)) > 0, nil
 			}); err != nil {
-				return fmt.Errorf("no submission was refused within a minute of every operator replica's deletion: the fault did not happen")
+				return fmt.Errorf("no submission was refused within a minute while the webhook was down")
 			}
 			restart := time.Now()
 			if err := suite.opts.StartOperator(ctx, suite.clients); err != nil {
