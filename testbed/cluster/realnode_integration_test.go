@@ -181,7 +181,7 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	pstart := time.Now()
-	waitPod(ctx, t, c, o, probePodName, func(p *corev1.Pod) bool { return podReady(p) })
+	waitPod(ctx, t, c, o, probePodName, 2*time.Minute, func(p *corev1.Pod) bool { return podReady(p) })
 	t.Logf("webhook pod Ready in %v", time.Since(pstart).Round(time.Millisecond))
 	wp, _ := c.Kube.CoreV1().Pods(realNodeTestNS).Get(ctx, probePodName, metav1.GetOptions{})
 	t.Logf("webhook pod IP %s, Service %s ClusterIP %s", wp.Status.PodIP, probeSvcName, svc.Spec.ClusterIP)
@@ -241,7 +241,7 @@ func TestRealNode(t *testing.T) {
 		"--server-name", dns, "--expect", "ok " + probePodName})
 	pstart = time.Now()
 	createPod(ctx, t, c, check)
-	p := waitPod(ctx, t, c, o, check.Name, func(p *corev1.Pod) bool {
+	p := waitPod(ctx, t, c, o, check.Name, 2*time.Minute, func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
 	logs := podLog(ctx, c, check.Name)
@@ -320,17 +320,20 @@ func createPod(ctx context.Context, t *testing.T, c *Clients, p *corev1.Pod) {
 	}
 }
 
-func waitPod(ctx context.Context, t *testing.T, c *Clients, o Options, name string, done func(*corev1.Pod) bool) *corev1.Pod {
+// waitPod polls the pod until done says so, for up to timeout; it fails the test with the
+// pod's state and the tails of its log, the kubelet's and containerd's.
+func waitPod(ctx context.Context, t *testing.T, c *Clients, o Options, name string, timeout time.Duration, done func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var p *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
 		p, err = c.Kube.CoreV1().Pods(realNodeTestNS).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && done(p), nil
 	})
 	if err != nil {
 		node := o.RealNodeNames()[0]
-		t.Fatalf("pod %s: %v: %s\nkubelet log: %s\n%s\ncontainerd log: %s\n%s", name, err, describe(p),
+		t.Fatalf("pod %s not done within %v: %v: %s\nlog:\n%s\nkubelet log: %s\n%s\ncontainerd log: %s\n%s", name, timeout, err, describe(p),
+			tail(podLog(ctx, c, name), 30),
 			o.RealNodeLog(node, "kubelet"), tail(readFile(o.RealNodeLog(node, "kubelet")), 25),
 			o.RealNodeLog(node, "containerd"), tail(readFile(o.RealNodeLog(node, "containerd")), 15))
 	}

@@ -209,7 +209,7 @@ func TestTorchTrafficOnRealNode(t *testing.T) {
 		})
 	}()
 	for _, j := range jobs {
-		p := waitPodFor(ctx, t, c, o, j.name, 12*time.Minute, func(p *corev1.Pod) bool {
+		p := waitPod(ctx, t, c, o, j.name, 12*time.Minute, func(p *corev1.Pod) bool {
 			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		})
 		if p.Status.Phase != corev1.PodSucceeded {
@@ -314,7 +314,7 @@ func suspendAndResume(ctx context.Context, t *testing.T, c *Clients, o Options, 
 	if _, err := c.Kube.CoreV1().Pods(realNodeTestNS).Patch(ctx, first, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p := waitPodFor(ctx, t, c, o, first, 5*time.Minute, func(p *corev1.Pod) bool {
+	p := waitPod(ctx, t, c, o, first, 5*time.Minute, func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
 	log1 := podLog(ctx, c, first)
@@ -331,7 +331,7 @@ func suspendAndResume(ctx context.Context, t *testing.T, c *Clients, o Options, 
 	rp, _ := json.Marshal(agentv1alpha1.ResumePoint{Epoch: ack.Epoch, Path: ack.Path})
 	created2 := time.Now()
 	createPod(ctx, t, c, trafficPod(node, second, j, url, pyDir, sockDir, ckptDir, map[string]string{agentv1alpha1.AnnotationResumeFrom: string(rp)}))
-	p = waitPodFor(ctx, t, c, o, second, 5*time.Minute, func(p *corev1.Pod) bool {
+	p = waitPod(ctx, t, c, o, second, 5*time.Minute, func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
 	log2 := podLog(ctx, c, second)
@@ -564,23 +564,4 @@ func startAgent(ctx context.Context, t *testing.T, bin, kubeconfig, node, sockDi
 	}); err != nil {
 		t.Fatalf("the agent did not listen on %s: log:\n%s", sock, readFile(logPath))
 	}
-}
-
-// waitPodFor is waitPod with a timeout of its own.
-func waitPodFor(ctx context.Context, t *testing.T, c *Clients, o Options, name string, timeout time.Duration, done func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var p *corev1.Pod
-	_ = wait.PollUntilContextCancel(wctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		p, err = c.Kube.CoreV1().Pods(realNodeTestNS).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && done(p), nil
-	})
-	if p == nil || !done(p) {
-		node := o.RealNodeNames()[0]
-		t.Fatalf("pod %s not done within %v: %s\nlog:\n%s\nkubelet log:\n%s", name, timeout, describe(p), tail(podLog(ctx, c, name), 30),
-			tail(readFile(o.RealNodeLog(node, "kubelet")), 25))
-	}
-	return p
 }
