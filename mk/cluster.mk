@@ -108,7 +108,7 @@ CLUSTER_FLAGS ?= --nodes 4 --gpus-per-node 8 --gpu-model A100
 PICKYMAN_RUN  := $(GO) run ./testbed/cmd/pickyman
 
 .PHONY: cluster-up
-cluster-up: tools ## Bring the local testbed cluster up (idempotent); prints the kubeconfig path.
+cluster-up: tools build-pickyman ## Bring the local testbed cluster up (idempotent); prints the kubeconfig path.
 	$(PICKYMAN_RUN) cluster --name $(CLUSTER_NAME) up $(CLUSTER_FLAGS)
 
 .PHONY: cluster-down

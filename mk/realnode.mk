@@ -51,5 +51,5 @@ test-realnode: $(REALNODE_CONTROL_PLANE) realnode-deps realnode-tools ## Bring u
 	CI=$${CI:-true} $(GO) test -v -count=1 -timeout 20m -tags realnode -run 'TestRealNode' ./testbed/cluster/
 
 .PHONY: test-agent-traffic
-test-agent-traffic: $(REALNODE_CONTROL_PLANE) realnode-deps realnode-tools agent-deps ## On a real node, PyTorch pods read datasets from the testbed's storage server every epoch; the agent measures their traffic and the predictor their epoch times; prints "traffic prediction: epochs=N within10=K".
+test-agent-traffic: $(REALNODE_CONTROL_PLANE) realnode-deps realnode-tools agent-deps build-pickyman ## On a real node, PyTorch pods read datasets every epoch from the cluster's dataset store (cluster up --dataset); the agent measures their traffic and the predictor their epoch times; prints "traffic prediction: epochs=N within10=K".
 	CI=$${CI:-true} $(GO) test -v -count=1 -timeout 25m -tags 'realnode torch' -run 'TestTorchTrafficOnRealNode' ./testbed/cluster/

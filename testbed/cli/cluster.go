@@ -13,6 +13,7 @@ import (
 	configv1 "github.com/pickyman/pickyman/api/config/v1alpha1"
 	"github.com/pickyman/pickyman/operator/pkg/policies"
 	"github.com/pickyman/pickyman/testbed/cluster"
+	"github.com/pickyman/pickyman/testbed/storage"
 )
 
 // clusterFlags are the flags shared by the cluster subcommands.
@@ -108,6 +109,9 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 		seed         int64
 		realNodes    int
 		processes    bool
+		withStorage  bool
+		datasets     []string
+		storageRate  string
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -116,7 +120,8 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
   pickyman cluster up --pool 4x8:A100 --pool 2x4:V100 --node-labels zone=a
   pickyman cluster up --pickyman --operator-config config/manager/operator-config.yaml --time-scale 60
   pickyman cluster up --pickyman --pickyman-processes   # development: local processes, no real node
-  pickyman cluster up --kueue                           # with Kueue's controller manager`,
+  pickyman cluster up --kueue                           # with Kueue's controller manager
+  pickyman cluster up --real-nodes 1 --dataset imagenet-mini=256Mi@8Mi   # a dataset store for the real node's pods`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := f.options(cmd)
 			o.Timeout = timeout
@@ -129,6 +134,20 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 				return err
 			}
 			o.Pools = pools
+			if withStorage || len(datasets) > 0 || cmd.Flags().Changed("storage-rate") {
+				st := &cluster.Storage{}
+				for _, spec := range datasets {
+					d, err := storage.ParseDataset(spec)
+					if err != nil {
+						return fmt.Errorf("--dataset: %w", err)
+					}
+					st.Datasets = append(st.Datasets, d)
+				}
+				if st.Rate, err = storage.ParseRate(storageRate); err != nil {
+					return fmt.Errorf("--storage-rate: %w", err)
+				}
+				o.Storage = st
+			}
 			o.RealNodes = realNodes
 			if pickyman && !processes && !cmd.Flags().Changed("real-nodes") {
 				// Installed PickyMan runs on a real node.
@@ -151,6 +170,9 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "cluster %s up in %v (%d nodes created)\n", info.Name, info.Total().Round(time.Millisecond), info.NodesCreated)
 			fmt.Fprintf(cmd.ErrOrStderr(), "use it with: export KUBECONFIG=%s\n", info.Kubeconfig)
+			if o.Storage != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "datasets at http://%s/ (files in %s)\n", o.StorageAddr(), o.StorageDir())
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), info.Kubeconfig)
 			return nil
 		},
@@ -166,6 +188,9 @@ func newClusterUpCommand(f *clusterFlags) *cobra.Command {
 	cmd.Flags().StringVar(&operatorConf, "operator-config", "", "with --pickyman: the operator's configuration file (defaults if empty; the testbed sets its addresses)")
 	cmd.Flags().Float64Var(&timeScale, "time-scale", 1, "with --pickyman: the agent's trace seconds per real second")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "with --pickyman: seed of the agent's per-job noise")
+	cmd.Flags().BoolVar(&withStorage, "storage", false, "also start the dataset store: an HTTP object server of generated datasets on node 0's bridge, for the real nodes' pods (on 127.0.0.1 without real nodes; needs `make build-pickyman`)")
+	cmd.Flags().StringArrayVar(&datasets, "dataset", nil, "a dataset for the store to generate if missing, NAME=SIZE[@RATE] (quantities: 40Mi, 1Gi; RATE in bytes per second), repeatable; implies --storage")
+	cmd.Flags().StringVar(&storageRate, "storage-rate", "0", "the store's pace of each response in bytes per second, a quantity such as 8Mi, for objects without a rate of their own (0: unpaced); implies --storage")
 	cmd.Flags().IntVar(&realNodes, "real-nodes", 0, "also run this many real nodes <name>-node-<i>: a kubelet on containerd with CNI, and kube-proxy (root; `make realnode-deps realnode-tools`; only when the cluster is created)")
 	return cmd
 }
@@ -274,6 +299,8 @@ type clusterStatusJSON struct {
 	// GPUsByProduct counts allocatable GPUs per nvidia.com/gpu.product ("" for nodes without
 	// the label).
 	GPUsByProduct map[string]int64 `json:"gpus_by_product"`
+	// StorageURL is the dataset store's URL when it runs.
+	StorageURL string `json:"storage_url,omitempty"`
 	// Usage is there with --sample.
 	Usage []usageJSON `json:"usage,omitempty"`
 }
@@ -295,7 +322,7 @@ type usageJSON struct {
 func newClusterStatusJSON(s *cluster.Status, us []cluster.Usage) clusterStatusJSON {
 	j := clusterStatusJSON{Name: s.Name, Exists: s.Exists, Kubeconfig: s.Kubeconfig, APIReady: s.APIReady,
 		Processes: map[string]processJSON{}, Nodes: s.Nodes, ReadyNodes: s.ReadyNode, GPUs: s.GPUs,
-		GPUsByProduct: map[string]int64{}}
+		GPUsByProduct: map[string]int64{}, StorageURL: s.StorageURL}
 	for name, p := range s.Processes {
 		ports := p.Ports
 		if ports == nil {

@@ -21,6 +21,7 @@ func NewRootCommand() *cobra.Command {
 		newTraceCommand(),
 		newClusterCommand(),
 		newReplayCommand(),
+		newStorageCommand(),
 		newVersionCommand(),
 	)
 	registerCompletions(root)

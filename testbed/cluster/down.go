@@ -33,7 +33,7 @@ func Down(ctx context.Context, o Options) error {
 			}
 		}
 	}
-	for _, c := range []string{KueueComponent, TrainerComponent, JobSetComponent, "training-operator", kubeRayComponent} {
+	for _, c := range []string{KueueComponent, TrainerComponent, JobSetComponent, "training-operator", kubeRayComponent, StorageComponent} {
 		if pid := pids[c]; pid > 0 {
 			if err := stopPid(pid, 10*time.Second); err != nil {
 				return fmt.Errorf("stop %s: %w", c, err)

@@ -55,6 +55,8 @@ type Options struct {
 	// KueueDir holds Kueue's CRDs and webhook manifests (copied from its module by `make
 	// tools`).
 	KueueDir string
+	// Storage, when set, starts the dataset store (storage.go) with its datasets.
+	Storage *Storage
 	// Timeout bounds each wait in Up.
 	Timeout time.Duration
 	// Log receives progress lines; nil discards them.
@@ -126,6 +128,9 @@ func (o Options) MissingBinaries() []string {
 	}
 	if o.Kueue {
 		names = append(names, KueueComponent)
+	}
+	if o.Storage != nil {
+		names = append(names, "pickyman") // `pickyman storage serve`: make build-pickyman
 	}
 	var missing []string
 	for _, n := range names {

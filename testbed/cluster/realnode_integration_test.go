@@ -66,7 +66,7 @@ func realNodeClusterOptions(t *testing.T, name string, set ...func(*Options)) Op
 		f(&o)
 	}
 	if missing := o.MissingBinaries(); len(missing) > 0 {
-		t.Fatalf("missing binaries (run `make tools`): %s", strings.Join(missing, ", "))
+		t.Fatalf("missing binaries (run `make tools`; bin/pickyman: `make build-pickyman`): %s", strings.Join(missing, ", "))
 	}
 	if missing := o.MissingRealNodeDeps(); len(missing) > 0 {
 		t.Fatalf("real nodes: missing %s", strings.Join(missing, ", "))

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,7 +81,23 @@ func TestTorchTrafficOnRealNode(t *testing.T) {
 	if out, err := exec.Command(torchPython, "-c", "import torch, torch.distributed as d; assert d.is_gloo_available()").CombinedOutput(); err != nil {
 		t.Fatalf("PyTorch is not usable with %s (run `make agent-deps`): %v\n%s", torchPython, err, out)
 	}
-	o := realNodeClusterOptions(t, "rntorch", func(o *Options) { o.Trainer = false })
+	// The datasets, served by the cluster's dataset store on node 0's bridge address (the
+	// pods' gateway), each paced to its reader's share.
+	jobs := []trafficJob{
+		{name: "io-bound", size: 40 << 20, rate: 4 << 20, epochs: 10},
+		{name: "mixed", size: 96 << 20, rate: 12 << 20, stepDelay: 0.1, epochs: 9},
+		{name: "compute-bound", size: 24 << 20, stepDelay: 0.45, epochs: 8},
+	}
+	// The job that is suspended at an epoch boundary and resumed from its checkpoint.
+	sj := trafficJob{name: "suspend", size: 16 << 20, stepDelay: 0.1, epochs: 5}
+	var datasets []storage.Dataset
+	for _, j := range append(jobs, sj) {
+		datasets = append(datasets, storage.Dataset{Name: j.name + ".bin", Size: j.size, Rate: j.rate})
+	}
+	o := realNodeClusterOptions(t, "rntorch", func(o *Options) {
+		o.Trainer = false
+		o.Storage = &Storage{Datasets: datasets}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	if err := Down(ctx, o); err != nil {
@@ -115,36 +130,11 @@ func TestTorchTrafficOnRealNode(t *testing.T) {
 	agentLog := filepath.Join(t.TempDir(), "agent.log")
 	startAgent(ctx, t, agentBin, o.Kubeconfig(), node, sockDir, agentLog)
 
-	// The datasets and the storage servers, on node 0's bridge address (the pods' gateway).
-	jobs := []trafficJob{
-		{name: "io-bound", size: 40 << 20, rate: 4 << 20, epochs: 10},
-		{name: "mixed", size: 96 << 20, rate: 12 << 20, stepDelay: 0.1, epochs: 9},
-		{name: "compute-bound", size: 24 << 20, stepDelay: 0.45, epochs: 8},
-	}
-	// The job that is suspended at an epoch boundary and resumed from its checkpoint.
-	sj := trafficJob{name: "suspend", size: 16 << 20, stepDelay: 0.1, epochs: 5}
-	dataDir := t.TempDir()
 	urls := map[string]string{}
-	for i, j := range append(jobs, sj) {
-		if err := storage.Generate(filepath.Join(dataDir, j.name+".bin"), j.size, int64(i+1)); err != nil {
+	for _, j := range append(jobs, sj) {
+		if urls[j.name], err = o.StorageURL(j.name + ".bin"); err != nil {
 			t.Fatal(err)
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort(realNodeAPIServerIP().String(), "0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &storage.Server{Dir: dataDir, Rate: j.rate}
-		sctx, scancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- storage.Serve(sctx, l, srv) }()
-		t.Cleanup(func() {
-			scancel()
-			if err := <-done; err != nil {
-				t.Errorf("storage server for %s: %v", j.name, err)
-			}
-			t.Logf("storage server for %s: %d requests, %d bytes sent", j.name, srv.Requests(), srv.Sent())
-		})
-		urls[j.name] = fmt.Sprintf("http://%s/%s.bin", l.Addr(), j.name)
 	}
 
 	// The image, and one training pod per job.

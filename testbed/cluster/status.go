@@ -24,6 +24,8 @@ type Status struct {
 	GPUs      int64
 	// GPUsByProduct counts allocatable GPUs per nvidia.com/gpu.product.
 	GPUsByProduct map[string]int64
+	// StorageURL is the dataset store's URL when it runs.
+	StorageURL string
 }
 
 // ProcessStatus is one process of the cluster.
@@ -48,6 +50,9 @@ func GetStatus(ctx context.Context, o Options) (*Status, error) {
 			sort.Ints(ps.Ports)
 		}
 		s.Processes[name] = ps
+	}
+	if addr := o.StorageAddr(); addr != "" {
+		s.StorageURL = "http://" + addr + "/"
 	}
 	c, err := NewClients(o.Kubeconfig())
 	if err != nil {
@@ -96,6 +101,9 @@ func (s *Status) Print(w io.Writer) {
 			state = "running"
 		}
 		fmt.Fprintf(w, "  %-24s pid %-7d %-8s ports %v\n", n, p.Pid, state, p.Ports)
+	}
+	if s.StorageURL != "" {
+		fmt.Fprintf(w, "datasets at %s\n", s.StorageURL)
 	}
 	if s.APIReady {
 		fmt.Fprintf(w, "nodes %d (%d Ready), nvidia.com/gpu %d\n", s.Nodes, s.ReadyNode, s.GPUs)

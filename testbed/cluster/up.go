@@ -46,6 +46,8 @@ func Up(ctx context.Context, o Options) (*Info, error) {
 		{"nodes", true, func() (err error) { info.NodesCreated, err = o.upNodes(ctx, c); return err }},
 		// 4b. Real nodes: a kubelet on containerd with CNI, and kube-proxy (realnode.go).
 		{"real-nodes", o.RealNodes > 0, func() error { return o.StartRealNodes(ctx, c) }},
+		// 4c. The dataset store, as a local process on node 0's bridge (storage.go).
+		{"storage", o.Storage != nil, func() error { return o.startStorage(ctx) }},
 		// 5. The training-operator, as a local process.
 		{"training-operator", o.TrainingOperator, func() error {
 			if err := prepareTrainingOperator(ctx, c); err != nil {
@@ -82,7 +84,7 @@ func Up(ctx context.Context, o Options) (*Info, error) {
 
 func (o Options) checkBinaries() error {
 	if missing := o.MissingBinaries(); len(missing) > 0 {
-		return fmt.Errorf("missing binaries (run `make tools`): %s", strings.Join(missing, ", "))
+		return fmt.Errorf("missing binaries (run `make tools`; bin/pickyman: `make build-pickyman`): %s", strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -146,7 +146,8 @@ func PrintUsage(w io.Writer, us []Usage) {
 // PickyMan's operator and agent. The processes may have exited.
 func (o Options) recordedPids(pickyman bool) map[string]int {
 	pids := pidsIn(filepath.Join(o.Workdir(), "pids"))
-	files := map[string]string{"training-operator": o.operatorPid(), kubeRayComponent: o.kubeRayPid(), KueueComponent: o.kueuePid()}
+	files := map[string]string{"training-operator": o.operatorPid(), kubeRayComponent: o.kubeRayPid(), KueueComponent: o.kueuePid(),
+		StorageComponent: o.storageFile("pid")}
 	if pickyman {
 		for _, c := range []string{ComponentOperator, ComponentAgent} {
 			files[c] = o.componentFile(c, "pid")

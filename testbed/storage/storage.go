@@ -70,6 +70,8 @@ type Server struct {
 	Dir string
 	// Rate paces each response to at most this many bytes per second (0: unpaced).
 	Rate float64
+	// Rates paces the responses of an object by its key instead of Rate (0: unpaced).
+	Rates map[string]float64
 
 	sent     atomic.Int64
 	requests atomic.Int64
@@ -108,7 +110,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("ETag", strconv.Quote(fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano())))
 	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeContent(&pacedWriter{ResponseWriter: w, rate: s.Rate, start: time.Now(), sent: &s.sent}, r, key, st.ModTime(), f)
+	rate, ok := s.Rates[key]
+	if !ok {
+		rate = s.Rate
+	}
+	http.ServeContent(&pacedWriter{ResponseWriter: w, rate: rate, start: time.Now(), sent: &s.sent}, r, key, st.ModTime(), f)
 }
 
 // pacedWriter writes a response body at most rate bytes per second since start.
