@@ -119,14 +119,7 @@ func TestTorchTrafficOnRealNode(t *testing.T) {
 	node := o.RealNodeNames()[0]
 
 	// The agent, in the host's PID namespace, its socket directory shared with the pods.
-	sockDir, err := os.MkdirTemp("", "pmtraffic-sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	if err := os.Chmod(sockDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	sockDir := podDir(t, "pmtraffic-sock")
 	agentLog := filepath.Join(t.TempDir(), "agent.log")
 	startAgent(ctx, t, agentBin, o.Kubeconfig(), node, sockDir, agentLog)
 
@@ -285,14 +278,7 @@ func TestTorchTrafficOnRealNode(t *testing.T) {
 // epoch, no checkpoint to load): those of the earlier pods on the node (starts) and the
 // job's own first pod's; its bandwidths come from a calibration of the checkpoint directory.
 func suspendAndResume(ctx context.Context, t *testing.T, c *Clients, o Options, node string, j trafficJob, url, pyDir, sockDir, agentLog string, starts []time.Duration) {
-	ckptDir, err := os.MkdirTemp("", "pmtraffic-ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(ckptDir) })
-	if err := os.Chmod(ckptDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	ckptDir := podDir(t, "pmtraffic-ckpt")
 	const first, second = "suspend", "suspend-resumed"
 	created1 := time.Now()
 	createPod(ctx, t, c, trafficPod(node, first, j, url, pyDir, sockDir, ckptDir, nil))
@@ -554,4 +540,19 @@ func startAgent(ctx context.Context, t *testing.T, bin, kubeconfig, node, sockDi
 	}); err != nil {
 		t.Fatalf("the agent did not listen on %s: log:\n%s", sock, readFile(logPath))
 	}
+}
+
+// podDir is a directory for the pods to mount, removed when the test ends: made by
+// os.MkdirTemp (t.TempDir's parent is open to its owner only) and opened to every user (0755).
+func podDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

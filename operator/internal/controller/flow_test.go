@@ -433,14 +433,21 @@ type recorder struct{ events []sched.Event }
 
 func (r *recorder) Observe(ev sched.Event) { r.events = append(r.events, ev) }
 
-func TestObserverLearnsEpochs(t *testing.T) {
-	job := utiltesting.MakePyTorchJob("train", "ns").Master(4).Obj()
+// startObserved admits job, alone on an 8-GPU node under fifo with a recorder as the
+// policy's observer, and creates its pods.
+func startObserved(t *testing.T, job *kftraining.PyTorchJob) (*harness, *recorder, []*corev1.Pod) {
+	t.Helper()
 	h := newHarness(t, "fifo", gpuNode("a", 8), job)
 	rec := &recorder{}
 	h.setPolicy(h.sched.Policy, rec)
-	h.reconcileJob("train")
+	h.reconcileJob(job.Name)
 	h.cycle()
-	pods := h.createPods("train")
+	return h, rec, h.createPods(job.Name)
+}
+
+func TestObserverLearnsEpochs(t *testing.T) {
+	job := utiltesting.MakePyTorchJob("train", "ns").Master(4).Obj()
+	h, rec, pods := startObserved(t, job)
 	report := func(done int32, bytes int64) {
 		h.reportProgress(pods, agentv1alpha1.Progress{EpochsDone: done, EpochSeconds: 60, ReadBytes: bytes})
 	}
@@ -469,12 +476,7 @@ func TestObserverLearnsEpochs(t *testing.T) {
 // estimate before the job's first epoch ends; a report not newer than the last adds nothing.
 func TestObserverLearnsReadRate(t *testing.T) {
 	job := utiltesting.MakePyTorchJob("train", "ns").Master(2).Workers(1, 2).Obj()
-	h := newHarness(t, "fifo", gpuNode("a", 8), job)
-	rec := &recorder{}
-	h.setPolicy(h.sched.Policy, rec)
-	h.reconcileJob("train")
-	h.cycle()
-	pods := h.createPods("train")
+	h, rec, pods := startObserved(t, job)
 	if len(pods) != 2 {
 		t.Fatalf("%d pods, want a master and a worker", len(pods))
 	}
