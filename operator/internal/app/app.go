@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -84,6 +85,10 @@ func LoadConfig(path string) (*configv1.Configuration, error) {
 
 // Run starts the operator and blocks until ctx ends.
 func Run(ctx context.Context, f Flags) error {
+	memLimit, err := SetMemoryLimit(os.Getenv)
+	if err != nil {
+		return err
+	}
 	conf, err := LoadConfig(f.ConfigFile)
 	if err != nil {
 		return err
@@ -152,7 +157,7 @@ func Run(ctx context.Context, f Flags) error {
 			return fmt.Errorf("inject webhook CA: %w", err)
 		}
 	}
-	ctrl.Log.Info("starting", "policy", conf.Policy.Name, "queues", len(conf.Queues), "webhooks", f.Webhooks)
+	ctrl.Log.Info("starting", "policy", conf.Policy.Name, "queues", len(conf.Queues), "webhooks", f.Webhooks, "memoryLimit", memLimit)
 	return mgr.Start(ctx)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	allocutil "github.com/pickyman/pickyman/operator/internal/allocation"
 	utiltesting "github.com/pickyman/pickyman/operator/internal/testing"
+	"github.com/pickyman/pickyman/operator/pkg/jobframework"
 )
 
 // An admitted job's pods are bound exactly to the nodes of its placement, one 8-GPU pod per
@@ -24,7 +25,7 @@ func TestAdmissionPinsPodsToPlacement(t *testing.T) {
 	ns := newNamespace(t)
 	makeNodes(t, 8, "adm-a", "adm-b", "adm-c")
 	fakeTrainingOperator(t, ns)
-	startOperator(t, testConfig("fifo"))
+	op := startOperator(t, testConfig("fifo"))
 	ctx := context.Background()
 
 	job := utiltesting.MakePyTorchJob("big", ns).Master(8).Workers(2, 8).Obj()
@@ -67,6 +68,7 @@ func TestAdmissionPinsPodsToPlacement(t *testing.T) {
 		}
 		return nil
 	})
+	cachedWithoutManagedFields(t, op, ns, "big")
 
 	// A job that does not fit in the free GPUs waits, suspended, pods neither created nor bound.
 	wait := utiltesting.MakePyTorchJob("wait", ns).Master(8).Obj()
@@ -97,4 +99,43 @@ func hasEnv(p *corev1.Pod, name string) bool {
 		}
 	}
 	return false
+}
+
+// cachedWithoutManagedFields checks that the operator's cache holds the job, its Allocation
+// and its pods without managedFields, which the API server's copies have: the cache strips
+// them (setup.New), as no component reads them.
+func cachedWithoutManagedFields(t *testing.T, op *operator, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	cached := op.mgr.GetClient()
+	keys := map[client.Object]client.ObjectKey{
+		&kftraining.PyTorchJob{}: {Namespace: ns, Name: name},
+		&v1alpha1.Allocation{}:   {Namespace: ns, Name: jobframework.AllocationName(kftraining.PyTorchJobKind, name)},
+	}
+	for o, key := range keys {
+		if err := k8s.Get(ctx, key, o); err != nil {
+			t.Fatal(err)
+		}
+		if len(o.GetManagedFields()) == 0 {
+			t.Fatalf("%T %s: the API server's copy has no managedFields to strip", o, key)
+		}
+		if err := cached.Get(ctx, key, o); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(o.GetManagedFields()); n != 0 {
+			t.Errorf("%T %s: the operator's cache holds %d managedFields entries, want none", o, key, n)
+		}
+	}
+	var pods corev1.PodList
+	if err := cached.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatal("the operator's cache holds no pod of the job")
+	}
+	for _, p := range pods.Items {
+		if n := len(p.ManagedFields); n != 0 {
+			t.Errorf("pod %s: the operator's cache holds %d managedFields entries, want none", p.Name, n)
+		}
+	}
 }

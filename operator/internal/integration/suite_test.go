@@ -181,6 +181,7 @@ func testConfig(policy string) *configv1.Configuration {
 // operator is a running operator manager.
 type operator struct {
 	t      *testing.T
+	mgr    ctrl.Manager
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -197,7 +198,7 @@ func startOperator(t *testing.T, conf *configv1.Configuration) *operator {
 		t.Fatalf("operator: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{t: t, cancel: cancel, done: make(chan error, 1)}
+	op := &operator{t: t, mgr: mgr, cancel: cancel, done: make(chan error, 1)}
 	go func() { op.done <- mgr.Start(ctx) }()
 	addr := net.JoinHostPort(wo.LocalServingHost, fmt.Sprint(wo.LocalServingPort))
 	eventually(t, 20*time.Second, func() error {

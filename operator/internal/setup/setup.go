@@ -140,15 +140,19 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		// manager stops, which is what makes this safe); a crash still waits for it to expire.
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: m.MetricsBindAddress},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAlloc)},
-			// The scheduler fence is read from the cache (the only Lease cached: the operator
-			// may list Leases in its own namespace only).
-			&coordinationv1.Lease{}: {
-				Namespaces: map[string]cache.Config{OperatorNamespace(conf): {}},
-				Field:      fields.OneTermEqualSelector("metadata.name", scheduler.FenceName),
-			},
-		}},
+		Cache: cache.Options{
+			// No component reads managedFields, and at 5,000 jobs they are a large part of
+			// each cached job, pod and Allocation (a write without them keeps the server's).
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAlloc)},
+				// The scheduler fence is read from the cache (the only Lease cached: the operator
+				// may list Leases in its own namespace only).
+				&coordinationv1.Lease{}: {
+					Namespaces: map[string]cache.Config{OperatorNamespace(conf): {}},
+					Field:      fields.OneTermEqualSelector("metadata.name", scheduler.FenceName),
+				},
+			}},
 	}
 	// Every Allocation write of the process is recorded, so that the scheduler's snapshot can
 	// come from the cache and still hold them (scheduler.Assumed).
