@@ -31,3 +31,7 @@ test-agent-torch: agent-deps test-agent-traffic ## Run the agent end to end with
 .PHONY: run-agent-testbed
 run-agent-testbed: ## Run the testbed agent (simulated training on the kwok nodes) against the current kubeconfig (TIME_SCALE=60 by default).
 	$(GO) run ./testbed/cmd/pickyman-testbed-agent --time-scale $${TIME_SCALE:-60} --metrics-addr 127.0.0.1:9400
+
+.PHONY: bench-agent
+bench-agent: $(BIN)/kube-apiserver $(BIN)/etcd ## Measure one agent's API requests at steady state (8 pods with 1-minute epochs; 16 with 5-second epochs): prints "agent API requests/s: X" per case.
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 -timeout 10m -run '^$$' -bench '^BenchmarkAgentRequests$$' -benchtime 1x ./agent/test/integration/ 2>&1 | grep -av '^[IEW][0-9]\{4\} '

@@ -45,6 +45,9 @@ type Options struct {
 	LabelNode string
 	// DCGMMetrics exports the GPU gauges under dcgm-exporter's names (metrics.Collector).
 	DCGMMetrics bool
+	// ProgressWrites and ProgressBurst bound the progress patches (coord.Coordinator).
+	ProgressWrites float64
+	ProgressBurst  int
 
 	// PrepareSocketDir, when >= 0, makes the socket directory owned by this uid and exits
 	// (the DaemonSet's init container, the only step that runs as root).
@@ -64,8 +67,18 @@ func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Resync, "resync", 2*time.Second, "period of the registry sync from the pod informer (no API request) and of the progress refresh")
 	fs.StringVar(&o.LabelNode, "label-node", LabelAuto, "publish the GPU feature-discovery labels (nvidia.com/gpu.product, .count, .memory) on the node: auto (unless NVIDIA's GPU feature discovery labels it), true or false")
 	fs.BoolVar(&o.DCGMMetrics, "dcgm-metrics", false, "export the GPU gauges under dcgm-exporter's names (DCGM_FI_DEV_*) instead of pickyman_agent_gpu_* (for a cluster without dcgm-exporter)")
+	fs.Float64Var(&o.ProgressWrites, "progress-writes", DefaultProgressWrites, "most progress patches a second over all the node's pods (0: unbounded); held-back progress is written later with its newest value, acknowledgements are never held back")
+	fs.IntVar(&o.ProgressBurst, "progress-burst", DefaultProgressBurst, "progress patches that may go at once above --progress-writes")
 	fs.IntVar(&o.PrepareSocketDir, "prepare-socket-dir", -1, "create the socket directory, give it to this uid, and exit")
 }
+
+// Defaults of --progress-writes and --progress-burst: eight training pods refreshing their
+// progress every agentv1alpha1.ProgressInterval write at this rate unthrottled, and an agent
+// stays under one API request a second at steady state whatever its pods and epochs.
+const (
+	DefaultProgressWrites = 0.8
+	DefaultProgressBurst  = 8
+)
 
 // Main parses args and runs the agent until SIGINT or SIGTERM.
 func Main(args []string) int {
@@ -147,6 +160,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if o.LabelNode != LabelAuto && o.LabelNode != LabelAlways && o.LabelNode != LabelNever {
 		return fmt.Errorf("--label-node %q: want auto, true or false", o.LabelNode)
 	}
+	if !(o.ProgressWrites >= 0) || o.ProgressBurst < 1 {
+		return fmt.Errorf("--progress-writes %g, --progress-burst %d: want a rate of 0 or more and a burst of 1 or more", o.ProgressWrites, o.ProgressBurst)
+	}
 	backend, err := openBackend(o)
 	if err != nil {
 		return err
@@ -158,7 +174,8 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	co := &coord.Coordinator{Node: o.Node, Clock: clock.RealClock{}, Log: log.WithName("coord"), Resync: o.Resync,
-		Counter: func(pid int) (int64, error) { return traffic.ReadNetDev(o.ProcRoot, pid) }}
+		Counter:        func(pid int) (int64, error) { return traffic.ReadNetDev(o.ProcRoot, pid) },
+		ProgressWrites: o.ProgressWrites, ProgressBurst: o.ProgressBurst}
 	reg := api.NewRegistry(clock.RealClock{}, co)
 	co.Registry = reg
 	// The node's pods come from one informer (a watch); the registry is set before the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -41,11 +42,21 @@ type Coordinator struct {
 	ResumeFallback func(*corev1.Pod) (rp agentv1alpha1.ResumePoint, ok bool)
 	// Counter reads a process's receive counter; nil disables traffic sampling.
 	Counter api.CounterFunc
+	// ProgressWrites bounds, per second, the patches that carry only progress, over all the
+	// node's pods (0: unbounded), so that an agent's API requests at steady state do not
+	// grow with its pods or their epochs. A pod's progress held back stays queued (the
+	// newest replacing it) until a later Flush has the budget; ProgressBurst (at least 1)
+	// may go at once. A patch that carries an acknowledgement is never held back and counts
+	// against the budget.
+	ProgressWrites float64
+	ProgressBurst  int
 
-	mu       sync.Mutex
-	pending  map[types.NamespacedName]map[string]string // annotations to write, by pod
-	lastProg map[string]time.Time                       // last progress patch, by UID
-	wake     chan struct{}
+	mu        sync.Mutex
+	pending   map[types.NamespacedName]map[string]string // annotations to write, by pod
+	lastProg  map[string]time.Time                       // last progress patch, by UID
+	wake      chan struct{}
+	budget    *rate.Limiter // ProgressWrites; nil when unbounded
+	coalesced int           // progress reports replaced by a newer one before being written
 }
 
 var _ api.Hooks = (*Coordinator)(nil)
@@ -57,6 +68,9 @@ func (c *Coordinator) init() {
 		c.pending = map[types.NamespacedName]map[string]string{}
 		c.lastProg = map[string]time.Time{}
 		c.wake = make(chan struct{}, 1)
+		if c.ProgressWrites > 0 {
+			c.budget = rate.NewLimiter(rate.Limit(c.ProgressWrites), max(c.ProgressBurst, 1))
+		}
 	}
 }
 
@@ -177,6 +191,9 @@ func (c *Coordinator) Annotate(p api.Pod, key, value string) {
 	if c.pending[nn] == nil {
 		c.pending[nn] = map[string]string{}
 	}
+	if _, queued := c.pending[nn][key]; queued && key == agentv1alpha1.AnnotationProgress {
+		c.coalesced++
+	}
 	c.pending[nn][key] = value
 	if key == agentv1alpha1.AnnotationProgress {
 		c.lastProg[p.UID] = c.Clock.Now()
@@ -207,7 +224,18 @@ func (c *Coordinator) Flush(ctx context.Context) error {
 	c.pending = map[types.NamespacedName]map[string]string{}
 	c.mu.Unlock()
 	var firstErr error
+	now := c.Clock.Now()
 	for nn, ann := range work {
+		if c.budget != nil {
+			if _, ok := ann[agentv1alpha1.AnnotationProgress]; ok && len(ann) == 1 {
+				if !c.budget.AllowN(now, 1) {
+					c.requeue(nn, ann)
+					continue
+				}
+			} else {
+				c.budget.ReserveN(now, 1)
+			}
+		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 		pod := &corev1.Pod{}
 		pod.Namespace, pod.Name = nn.Namespace, nn.Name
@@ -218,18 +246,33 @@ func (c *Coordinator) Flush(ctx context.Context) error {
 		if firstErr == nil {
 			firstErr = fmt.Errorf("patch pod %s: %w", nn, err)
 		}
-		c.mu.Lock()
-		for k, v := range ann {
-			if _, newer := c.pending[nn][k]; !newer {
-				if c.pending[nn] == nil {
-					c.pending[nn] = map[string]string{}
-				}
-				c.pending[nn][k] = v
-			}
-		}
-		c.mu.Unlock()
+		c.requeue(nn, ann)
 	}
 	return firstErr
+}
+
+// requeue puts annotations that were not written back in the queue, unless a newer value
+// of the same key was queued meanwhile.
+func (c *Coordinator) requeue(nn types.NamespacedName, ann map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range ann {
+		if _, newer := c.pending[nn][k]; !newer {
+			if c.pending[nn] == nil {
+				c.pending[nn] = map[string]string{}
+			}
+			c.pending[nn][k] = v
+		}
+	}
+}
+
+// Coalesced returns how many progress reports were replaced by a newer one of the same pod
+// before they were written (held back by ProgressWrites, or two epochs ending between two
+// flushes).
+func (c *Coordinator) Coalesced() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.coalesced
 }
 
 // RefreshProgress samples traffic and queues the progress of pods whose last progress patch

@@ -188,3 +188,89 @@ func TestPublishGPULabels(t *testing.T) {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 }
+
+// TestProgressWritesBudget: patches that carry only progress go out at ProgressWrites a
+// second after a burst of ProgressBurst, the rest held back and written later with their
+// newest value; an acknowledgement is never held back.
+func TestProgressWritesBudget(t *testing.T) {
+	var patched []string
+	funcs := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
+		patched = append(patched, obj.GetName())
+		return c.Patch(ctx, obj, p, o...)
+	}}
+	var objs []client.Object
+	var pods []api.Pod
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		objs = append(objs, makePod(name, "n1").obj())
+		pods = append(pods, api.Pod{UID: "uid-" + name, Namespace: "ns", Name: name})
+	}
+	kube := newFake(funcs, objs...)
+	co := newCoordinator(kube)
+	co.ProgressWrites, co.ProgressBurst = 1, 2
+	clk := co.Clock.(*clocktesting.FakeClock)
+	ctx := context.Background()
+	progress := func(p api.Pod, epoch int32) {
+		co.queue(p, agentv1alpha1.AnnotationProgress, agentv1alpha1.Progress{Epoch: epoch, EpochsDone: epoch})
+	}
+	for _, p := range pods {
+		progress(p, 1)
+	}
+	if err := co.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(patched) != 2 {
+		t.Fatalf("first flush: %d patches (%v); want the burst of 2 written and 3 held", len(patched), patched)
+	}
+	// Within the same second nothing more goes out; the held progress is replaced by newer.
+	for _, p := range pods {
+		progress(p, 2)
+	}
+	if err := co.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(patched) != 2 {
+		t.Fatalf("second flush in the same instant wrote %v", patched[2:])
+	}
+	if got := co.Coalesced(); got != 3 {
+		t.Errorf("%d progress reports replaced before being written, want the 3 held", got)
+	}
+	// An acknowledgement goes out at once, over the budget, with the pod's queued progress.
+	co.queue(pods[0], agentv1alpha1.AnnotationCheckpointAck, agentv1alpha1.CheckpointAck{RequestID: "r1"})
+	if err := co.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(patched) != 3 || patched[2] != "a" {
+		t.Fatalf("the acknowledgement of a was not written at once: %v", patched)
+	}
+	// Its patch used the budget's next token: one second later nothing goes, two seconds
+	// later one, and after five more every pod's newest progress is written.
+	clk.Step(time.Second)
+	if err := co.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(patched) != 3 {
+		t.Fatalf("one second after the acknowledgement: %v written, want nothing (the acknowledgement took the token)", patched[3:])
+	}
+	for range 5 {
+		clk.Step(time.Second)
+		if err := co.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(patched) != 7 {
+		t.Fatalf("after six seconds: %d patches %v; want the 4 held pods written once each", len(patched), patched)
+	}
+	for _, p := range pods {
+		got := &corev1.Pod{}
+		if err := kube.Get(ctx, types.NamespacedName{Namespace: "ns", Name: p.Name}, got); err != nil {
+			t.Fatal(err)
+		}
+		var prog agentv1alpha1.Progress
+		if err := json.Unmarshal([]byte(got.Annotations[agentv1alpha1.AnnotationProgress]), &prog); err != nil {
+			t.Fatalf("pod %s: %v", p.Name, err)
+		}
+		if prog.Epoch != 2 {
+			t.Errorf("pod %s: progress of epoch %d written last, want the newest (2)", p.Name, prog.Epoch)
+		}
+	}
+}

@@ -24,13 +24,13 @@ import (
 
 // Client starts kube-apiserver and etcd from KUBEBUILDER_ASSETS (make
 // test-agent-integration sets it to bin/) for one test.
-func Client(t *testing.T) client.WithWatch {
+func Client(t testing.TB) client.WithWatch {
 	c, _ := Env(t)
 	return c
 }
 
 // Env is Client that also returns the API server's rest config.
-func Env(t *testing.T) (client.WithWatch, *rest.Config) {
+func Env(t testing.TB) (client.WithWatch, *rest.Config) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test-agent-integration`")
@@ -56,7 +56,7 @@ func Env(t *testing.T) (client.WithWatch, *rest.Config) {
 	return c, cfg
 }
 
-func Create(t *testing.T, c client.Client, objs ...client.Object) {
+func Create(t testing.TB, c client.Client, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := c.Create(context.Background(), o); err != nil {
@@ -86,7 +86,7 @@ func Annotation(c client.Client, name, key string) (string, bool) {
 	return v, ok
 }
 
-func Eventually(t *testing.T, what string, timeout time.Duration, f func() bool) {
+func Eventually(t testing.TB, what string, timeout time.Duration, f func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(timeout); !f(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
