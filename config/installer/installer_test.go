@@ -95,6 +95,25 @@ func TestDefaultInstalls(t *testing.T) {
 			}
 		}
 	})
+	t.Run("operator sets its Go memory limit from its container's", func(t *testing.T) {
+		// The operator sets the runtime's soft limit from PICKYMAN_MEMORY_LIMIT
+		// (operator/internal/app.MemoryLimit); without it the heap grows to the OOM kill.
+		for _, c := range containers(podSpec(t, op)) {
+			if _, ok, _ := unstructured.NestedString(c, "resources", "limits", "memory"); !ok {
+				t.Errorf("operator container %v has no memory limit", c["name"])
+			}
+			env, _, _ := unstructured.NestedSlice(c, "env")
+			var ref map[string]string
+			for _, e := range env {
+				if m := e.(map[string]any); m["name"] == "PICKYMAN_MEMORY_LIMIT" {
+					ref, _, _ = unstructured.NestedStringMap(m, "valueFrom", "resourceFieldRef")
+				}
+			}
+			if ref["resource"] != "limits.memory" || ref["containerName"] != c["name"] {
+				t.Errorf("operator container %v: PICKYMAN_MEMORY_LIMIT from %v, want limits.memory of the container", c["name"], ref)
+			}
+		}
+	})
 	t.Run("agent runs the given image", func(t *testing.T) {
 		for _, c := range containers(podSpec(t, agent)) {
 			if c["image"] != testAgentImage {

@@ -63,24 +63,13 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // the node reaches the registry through the watch, and a pod of another node never does.
 func TestNodeClientSyncsFromOneWatch(t *testing.T) {
 	c, cfg := kubetest.Env(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	kubetest.Create(t, c, kubetest.Node("n1", nil), kubetest.Node("n2", nil), kubetest.Pod("mine", "n1", nil, 1), kubetest.Pod("other", "n2", nil, 1))
 
 	log := &requestLog{byKey: map[string]int{}}
 	co := &coord.Coordinator{Node: "n1", Clock: clock.RealClock{}, Log: testr.New(t), Resync: 50 * time.Millisecond}
-	reg := api.NewRegistry(clock.RealClock{}, co)
-	co.Registry = reg
-	pc, err := app.NewNodeClient(ctx, log.wrap(cfg), "n1", co.Trigger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	co.Client = pc
-	done := make(chan error)
-	go func() { done <- co.Run(ctx) }()
+	reg, stop := startNodeAgent(t, cfg, log, co)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("coordinator: %v", err)
 		}
 	}()
@@ -106,5 +95,27 @@ func TestNodeClientSyncsFromOneWatch(t *testing.T) {
 		if p, _ := reg.Pod(uid); p.Name == "other" {
 			t.Fatal("the agent of n1 holds a pod of n2")
 		}
+	}
+}
+
+// startNodeAgent runs co as the agent of its node: its registry, and its pod client reading
+// the node's pods through one informer on cfg, whose requests log counts. stop ends the
+// coordinator and returns what its Run returned.
+func startNodeAgent(tb testing.TB, cfg *rest.Config, log *requestLog, co *coord.Coordinator) (reg *api.Registry, stop func() error) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	reg = api.NewRegistry(clock.RealClock{}, co)
+	co.Registry = reg
+	pc, err := app.NewNodeClient(ctx, log.wrap(cfg), co.Node, co.Trigger)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	co.Client = pc
+	done := make(chan error, 1)
+	go func() { done <- co.Run(ctx) }()
+	return reg, func() error {
+		cancel()
+		return <-done
 	}
 }

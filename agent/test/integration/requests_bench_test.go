@@ -64,15 +64,7 @@ func agentRequests(b *testing.B, pods int, epoch, window time.Duration) float64 
 	log := &requestLog{byKey: map[string]int{}}
 	co := &coord.Coordinator{Node: "n1", Clock: clock.RealClock{}, Log: logr.Discard(), Resync: 2 * time.Second,
 		ProgressWrites: app.DefaultProgressWrites, ProgressBurst: app.DefaultProgressBurst}
-	reg := api.NewRegistry(clock.RealClock{}, co)
-	co.Registry = reg
-	pc, err := app.NewNodeClient(ctx, log.wrap(cfg), "n1", co.Trigger)
-	if err != nil {
-		b.Fatal(err)
-	}
-	co.Client = pc
-	done := make(chan error, 1)
-	go func() { done <- co.Run(ctx) }()
+	reg, stop := startNodeAgent(b, cfg, log, co)
 	kubetest.Eventually(b, "every pod in the registry", 30*time.Second, func() bool { return len(reg.PodUIDs()) == pods })
 
 	// One training process per pod: epochs of the given length, their phases spread.
@@ -112,7 +104,7 @@ func agentRequests(b *testing.B, pods int, epoch, window time.Duration) float64 
 	b.StopTimer()
 	after, coalesced := log.counts(), co.Coalesced()-coalescedBefore
 	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		b.Errorf("coordinator: %v", err)
 	}
 
