@@ -36,10 +36,17 @@ type cycle struct {
 	left int
 	// chosen maps victim IDs to their candidate entry.
 	chosen map[string]*cand
-	// run holds every running job with its predicted remaining time; byEnd reads it by
-	// that time (ties by ID), for the natural-wait estimate.
+	// run holds every running job with its predicted remaining time, and every queued job
+	// holding a usable reservation that had not started when the candidates were built;
+	// byEnd reads it by that time (ties by ID), for the natural-wait estimate.
 	run   []ending
 	byEnd lazySorted[ending]
+	// started holds the jobs the plan has started in this cycle, in end order, added as
+	// natural waits are computed (syncStarts): startsSeen counts the plan's starts read, and
+	// inRun names the jobs of run that a start may repeat.
+	started    []ending
+	startsSeen int
+	inRun      map[string]bool
 	// victims holds the jobs chosen as victims in this cycle.
 	victims map[*sched.Job]bool
 	// natural caches naturalWait by gang shape for the cycle.
@@ -125,10 +132,13 @@ func (t *nodeTable) update(nodes []sched.Node) {
 	}
 }
 
-// ending is a running job and its predicted remaining time.
+// ending is a job that holds GPUs until its predicted end: a running job on its
+// placement, a job started in this cycle on its start's, a queued job on its reservation.
+// end is its predicted remaining time.
 type ending struct {
 	j   *sched.Job
 	end time.Duration
+	at  []sched.Slot
 }
 
 // cand is a running job as a potential victim.
@@ -211,7 +221,7 @@ func (c *cycle) build() {
 	c.cands = b.cands[:0]
 	for _, j := range running {
 		rem, epoch := c.predict(j)
-		c.run = append(c.run, ending{j, rem})
+		c.run = append(c.run, ending{j, rem, j.Placement})
 		if c.plan.Preempted(j.ID) || j.Preemptions >= c.budget(j) {
 			continue
 		}
@@ -262,6 +272,7 @@ func (c *cycle) build() {
 			b.byGPUs[v.gpus] = append(b.byGPUs[v.gpus], v)
 		}
 	}
+	c.addReserved()
 	b.store, b.cands, b.run = store, c.cands, c.run
 	c.byEnd.reset(c.run, byEnd)
 	byWaste := func(a, b *cand) int {
@@ -316,6 +327,44 @@ func byEnd(a, b ending) int {
 		return x
 	}
 	return cmp.Compare(a.j.ID, b.j.ID)
+}
+
+// addReserved adds to run the queued jobs that hold a usable reservation and have not
+// started in this cycle: their reserved GPUs are out of the free ones until they have run,
+// and without them a natural wait would take those GPUs to be held for ever. The time until
+// the reservation's GPUs are all free is not counted (the wait errs short).
+func (c *cycle) addReserved() {
+	started := map[string]bool{}
+	for _, st := range c.plan.Decisions().Starts {
+		started[st.JobID] = true
+	}
+	for _, j := range c.plan.Index.Queued {
+		if len(j.Reserved) == 0 || started[j.ID] || !c.plan.View.ValidReservation(j) {
+			continue
+		}
+		c.run = append(c.run, ending{j, c.remaining(j), j.Reserved})
+		if c.inRun == nil {
+			c.inRun = map[string]bool{}
+		}
+		c.inRun[j.ID] = true
+	}
+}
+
+// syncStarts adds the plan's starts made since its last call to started, in end order: a
+// job started in this cycle holds its GPUs until its predicted end, not for ever. A natural
+// wait cached before a start stays as it was (it counted those GPUs free: too short).
+func (c *cycle) syncStarts() {
+	starts := c.plan.Decisions().Starts
+	for _, st := range starts[c.startsSeen:] {
+		j := c.plan.Index.Job(st.JobID)
+		if j == nil || c.inRun[j.ID] {
+			continue
+		}
+		e := ending{j, c.remaining(j), st.Placement}
+		i, _ := slices.BinarySearchFunc(c.started, e, byEnd)
+		c.started = slices.Insert(c.started, i, e)
+	}
+	c.startsSeen = len(starts)
 }
 
 // naturalWait estimates how long q would wait without preemption: until the running jobs
@@ -411,15 +460,23 @@ func (c *cycle) computeNaturalWait(q *sched.Job) (time.Duration, bool) {
 	if fits() {
 		return 0, true
 	}
-	for k := 0; ; k++ {
+	c.syncStarts()
+	for k, si := 0, 0; ; {
+		// Merge the running jobs (and reservations) with this cycle's starts, by end.
 		e, ok := c.byEnd.at(k)
-		if !ok {
+		switch {
+		case si < len(c.started) && (!ok || byEnd(c.started[si], e) < 0):
+			e = c.started[si]
+			si++
+		case ok:
+			k++
+		default:
 			return 0, false
 		}
 		if c.victims[e.j] {
 			continue
 		}
-		for _, sl := range e.j.Placement {
+		for _, sl := range e.at {
 			i, ok := nt.index[sl.Node]
 			if !ok || !eligible(i) {
 				continue

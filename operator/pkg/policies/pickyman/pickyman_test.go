@@ -61,6 +61,24 @@ func TestSchedule(t *testing.T) {
 				Reservations: []sched.Reservation{{JobID: "short", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}},
 			},
 		},
+		"a job started in the cycle frees its GPUs at its predicted end: the next waiting job does not preempt for a wait that short": {
+			nodes: []sched.Node{node("a"), node("b")},
+			jobs: []*sched.Job{
+				epochJob("long", "b", 4, h, 20, 2, 5*time.Minute).Obj(),
+				waitingJob("first", 1, 4, 10*time.Minute).Obj(),
+				waitingJob("next", 1, 4, h).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "first", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
+		"a job started on its reservation frees its GPUs at its predicted end: the next waiting job does not preempt for a wait that short": {
+			nodes: []sched.Node{node("a"), node("b")},
+			jobs: []*sched.Job{
+				epochJob("long", "b", 4, h, 20, 2, 5*time.Minute).Obj(),
+				waitingJob("urgent", 1, 4, 10*time.Minute).Priority(100).Reserved("a").Obj(),
+				waitingJob("victim", 1, 4, h).Obj(),
+			},
+			want: sched.Decisions{Starts: []sched.Start{{JobID: "urgent", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
+		},
 		"a long job does not preempt a short one": {
 			nodes: []sched.Node{node("a")},
 			jobs: []*sched.Job{

@@ -66,11 +66,11 @@ func (c *cycle) freedAt(m string, need int64) (time.Duration, bool) {
 			return 0, false
 		}
 		f.next++
-		if c.victims[e.j] || len(e.j.Placement) == 0 {
+		if c.victims[e.j] || len(e.at) == 0 {
 			continue
 		}
 		if m != "" {
-			i, ok := c.buf.nodes.index[e.j.Placement[0].Node]
+			i, ok := c.buf.nodes.index[e.at[0].Node]
 			if !ok || c.buf.nodes.models[i] != m {
 				continue
 			}
