@@ -18,6 +18,9 @@ type PodProgress struct {
 	Pods       int
 	EpochsDone int32
 	EpochTime  time.Duration
+	// EpochStart is when the gang's epoch in progress began (the earliest start its pods
+	// report; the agent's clock), zero between epochs or if no pod says.
+	EpochStart time.Time
 	// ReadBytes and ReadRate sum the pods' storage reads since they started and their
 	// smoothed read rates.
 	ReadBytes int64
@@ -49,6 +52,9 @@ func ReadProgress(pods []*corev1.Pod) PodProgress {
 		first = false
 		if d := time.Duration(pr.EpochSeconds * float64(time.Second)); d > p.EpochTime {
 			p.EpochTime = d
+		}
+		if !pr.EpochStart.IsZero() && (p.EpochStart.IsZero() || pr.EpochStart.Before(p.EpochStart)) {
+			p.EpochStart = pr.EpochStart
 		}
 		p.ReadRate += pr.ReadRate
 		p.ReadBytes += pr.ReadBytes
@@ -104,6 +110,7 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 		if !j.LastStart.IsZero() && now.After(j.LastStart) {
 			j.Attained += time.Duration(int64(now.Sub(j.LastStart)) * int64(j.GPUs()))
 		}
+		j.SinceCheckpoint = sinceCheckpoint(prog, j.LastStart, now)
 	case v1alpha1.AllocationPreempting, v1alpha1.AllocationSuspended:
 		j.Phase = sched.Suspending
 		j.Placement = ToSlots(st.Placement)
@@ -123,6 +130,23 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 		}
 	}
 	return j
+}
+
+// sinceCheckpoint is a running job's work since its last checkpoint, which a suspend now
+// loses: the time into the epoch its pods report in progress (a job checkpoints at its epoch
+// boundaries and resumes from the last). Zero between epochs, for a report older than the
+// job's last start (pods of an earlier run) or one from an agent whose clock is ahead; past
+// a whole epoch time, a boundary has passed that no report has shown yet, and the time into
+// the epoch after it is what counts.
+func sinceCheckpoint(prog PodProgress, lastStart, now time.Time) time.Duration {
+	if prog.EpochStart.IsZero() || prog.EpochStart.Before(lastStart) || !now.After(prog.EpochStart) {
+		return 0
+	}
+	d := now.Sub(prog.EpochStart)
+	if prog.EpochTime > 0 && d >= prog.EpochTime {
+		d %= prog.EpochTime
+	}
+	return d
 }
 
 // epochsDone is the epochs an Allocation's job has completed: the most of what its status
