@@ -11,6 +11,8 @@ type Plan struct {
 
 	d         Decisions
 	preempted map[string]bool
+	// started holds the job of each of d.Starts, in the same order.
+	started []*Job
 }
 
 // NewPlan starts a plan for s.
@@ -47,6 +49,7 @@ func (p *Plan) Admit(j *Job) Admission {
 	if len(j.Reserved) > 0 && v.ValidReservation(j) {
 		if v.StartReserved(j) {
 			p.d.Starts = append(p.d.Starts, Start{JobID: j.ID, Placement: cloneSlots(j.Reserved)})
+			p.started = append(p.started, j)
 			return Started
 		}
 		return Waiting
@@ -77,8 +80,12 @@ func (p *Plan) startOnFree(j, gang *Job) bool {
 	delete(v.holds, j.ID)
 	v.Take(pl)
 	p.d.Starts = append(p.d.Starts, Start{JobID: j.ID, Placement: pl})
+	p.started = append(p.started, j)
 	return true
 }
+
+// StartedJob returns the job of the plan's i-th start (Decisions().Starts[i]).
+func (p *Plan) StartedJob(i int) *Job { return p.started[i] }
 
 // Preempted reports whether job id was already chosen as a victim in this plan.
 func (p *Plan) Preempted(id string) bool { return p.preempted[id] }

@@ -334,9 +334,13 @@ func byEnd(a, b ending) int {
 // and without them a natural wait would take those GPUs to be held for ever. The time until
 // the reservation's GPUs are all free is not counted (the wait errs short).
 func (c *cycle) addReserved() {
-	started := map[string]bool{}
-	for _, st := range c.plan.Decisions().Starts {
-		started[st.JobID] = true
+	starts := c.plan.Decisions().Starts
+	var started map[string]bool
+	if len(starts) > 0 {
+		started = make(map[string]bool, len(starts))
+		for _, st := range starts {
+			started[st.JobID] = true
+		}
 	}
 	for _, j := range c.plan.Index.Queued {
 		if len(j.Reserved) == 0 || started[j.ID] || !c.plan.View.ValidReservation(j) {
@@ -355,12 +359,12 @@ func (c *cycle) addReserved() {
 // wait cached before a start stays as it was (it counted those GPUs free: too short).
 func (c *cycle) syncStarts() {
 	starts := c.plan.Decisions().Starts
-	for _, st := range starts[c.startsSeen:] {
-		j := c.plan.Index.Job(st.JobID)
-		if j == nil || c.inRun[j.ID] {
+	for i := c.startsSeen; i < len(starts); i++ {
+		j := c.plan.StartedJob(i)
+		if c.inRun[j.ID] {
 			continue
 		}
-		e := ending{j, c.remaining(j), st.Placement}
+		e := ending{j, c.remaining(j), starts[i].Placement}
 		i, _ := slices.BinarySearchFunc(c.started, e, byEnd)
 		c.started = slices.Insert(c.started, i, e)
 	}
