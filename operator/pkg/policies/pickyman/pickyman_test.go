@@ -79,6 +79,15 @@ func TestSchedule(t *testing.T) {
 			},
 			want: sched.Decisions{Starts: []sched.Start{{JobID: "urgent", Placement: []sched.Slot{{Node: "a", Workers: 1, GPUs: 4}}}}},
 		},
+		"a job waiting on its reservation frees those GPUs at its predicted end: the next waiting job does not preempt for a wait that short": {
+			nodes: []sched.Node{node("a"), node("b")},
+			jobs: []*sched.Job{
+				epochJob("long", "b", 4, h, 20, 2, 5*time.Minute).Obj(),
+				epochJob("victim", "a", 4, h, 20, 2, 5*time.Minute).Suspending(sched.SuspendBoundary, "urgent", "a").Obj(),
+				waitingJob("urgent", 1, 4, 10*time.Minute).Priority(100).Reserved("a").Obj(),
+				waitingJob("next", 1, 4, h).Obj(),
+			},
+		},
 		"a long job does not preempt a short one": {
 			nodes: []sched.Node{node("a")},
 			jobs: []*sched.Job{
