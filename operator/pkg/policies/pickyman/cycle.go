@@ -371,13 +371,15 @@ func (c *cycle) syncStarts() {
 	c.startsSeen = len(starts)
 }
 
-// naturalWait estimates how long q would wait without preemption: until the running jobs
-// not chosen as victims, ending in predicted order, free enough GPUs for a placement. It
-// ignores the other waiting jobs (which would take some of those GPUs first), so it
-// underestimates the wait and the saving, and errs towards not preempting. ok is false
-// if the running jobs never free enough GPUs. The running jobs are read by predicted end
-// from a heap built once per cycle (lazySorted); the scan tracks worker capacity per GPU
-// model incrementally, so it costs O(nodes + k log jobs) for the k jobs scanned. The result is cached per gang shape for the whole cycle:
+// naturalWait estimates how long q would wait without preemption: until the jobs holding
+// GPUs (running and not chosen as victims, started in this cycle, or queued on a
+// reservation), ending in predicted order, free enough GPUs for a placement. It ignores the
+// other waiting jobs (which would take some of those GPUs first), so it underestimates the
+// wait and the saving, and errs towards not preempting. ok is false if those jobs never
+// free enough GPUs. The running jobs are read by predicted end from a heap built once per
+// cycle (lazySorted), merged with the cycle's starts; the scan tracks worker capacity per
+// GPU model incrementally, so it costs O(nodes + k log jobs) for the k jobs scanned. The
+// result is cached per gang shape for the whole cycle:
 // after a preemption the GPUs of its victims are promised to an earlier waiting job, so the
 // cached wait of a later one is an underestimate, which again errs towards not preempting.
 func (c *cycle) naturalWait(q *sched.Job) (time.Duration, bool) {
