@@ -365,8 +365,8 @@ func (c *cycle) syncStarts() {
 			continue
 		}
 		e := ending{j, c.remaining(j), starts[i].Placement}
-		i, _ := slices.BinarySearchFunc(c.started, e, byEnd)
-		c.started = slices.Insert(c.started, i, e)
+		at, _ := slices.BinarySearchFunc(c.started, e, byEnd)
+		c.started = slices.Insert(c.started, at, e)
 	}
 	c.startsSeen = len(starts)
 }
