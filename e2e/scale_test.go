@@ -6,6 +6,7 @@ package e2e
 // runs it alone; the e2e suites of make test do not contain it.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,9 +16,13 @@ import (
 	"sync"
 	"time"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,8 +34,9 @@ import (
 // The operator and the testbed agent at scale: 1,000 fake nodes of 8 GPUs and 5,000 one-GPU
 // jobs (PICKYMAN_SCALE_NODES and PICKYMAN_SCALE_JOBS change the sizes). It measures how
 // fast the operator admits the jobs and what every component uses in CPU and memory, idle on
-// the nodes, while admitting, and with every job running; the figures go to the report and
-// to out/scale.txt. Run it alone (make scale-cluster): it is not part of make test.
+// the nodes, while admitting, and with every job running, when each job reached each stage
+// (submitted, queued, admitted, its pod created and ready) and which API requests the run
+// cost; the figures go to the report and to out/scale.txt. Run it alone (make scale-cluster): it is not part of make test.
 var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 	ginkgo.It("admits every job on the fake nodes and reports admissions per second and the components' CPU and memory", func(ctx context.Context) {
 		requirePickyMan()
@@ -65,6 +71,7 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 		say("# scale: %d nodes x 8 GPUs, %d one-GPU jobs, agent time scale %d", nodes, jobs, timeScale)
 		sample(fmt.Sprintf("%d nodes, no jobs", nodes), 30*time.Second)
 
+		requestsBefore := apiServerRequests(ctx)
 		ginkgo.By(fmt.Sprintf("submitting %d one-GPU PyTorchJobs, 16 at a time", jobs))
 		training := util.Training{Epochs: 1000, EpochTime: time.Hour, DatasetBytes: 10e9, CheckpointBytes: 1e9}
 		product := cluster.LookupGPUModel("A10").Product
@@ -121,6 +128,12 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 		say("admissions/s: %.1f", float64(jobs)/admittedAt.Seconds())
 		say("cycle p99 ms: %.0f", 1000*cycles.Quantile(0.99))
 		say("cycles: %d, mean %.0f ms, p50 %.0f ms", cycles.Count, 1000*cycles.Sum/float64(max(cycles.Count, 1)), 1000*cycles.Quantile(0.5))
+		// Which stage limits the rate end to end: when each job reached each stage, and
+		// what the API server served meanwhile.
+		say("## API server requests from the first submission to the last admission")
+		util.WriteRequests(&report, requestsBefore, apiServerRequests(ctx), jobs, 16)
+		say("## stages (seconds after the first submission, from the objects' timestamps)")
+		util.WriteStages(&report, start.Truncate(time.Second), time.Minute, jobStages(ctx, ns, false))
 		// The admission figures are kept even if a later phase fails.
 		writeReport(report.String())
 
@@ -136,12 +149,75 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 			}
 			g.Expect(running).To(gomega.Equal(jobs))
 		}, 40*time.Minute, 5*time.Second).Should(gomega.Succeed()) // the training-operator creates 2 to 4 pods/s here
+		say("## stages to every pod running (seconds after the first submission)")
+		util.WriteStages(&report, start.Truncate(time.Second), time.Minute, jobStages(ctx, ns, true))
 		sample(fmt.Sprintf("%d jobs running on %d nodes", jobs, nodes), 30*time.Second)
 
 		writeReport(report.String())
 		ginkgo.AddReportEntry("scale", report.String())
 	}, ginkgo.SpecTimeout(85*time.Minute))
 })
+
+// jobStages reads when each job of namespace ns was submitted (the PyTorchJob created), queued
+// (its Allocation created by the job controller), admitted and, with pods, when its pod was created and became
+// ready. The API server keeps these times to the second.
+func jobStages(ctx context.Context, ns string, pods bool) []util.Stage {
+	var jobs kftraining.PyTorchJobList
+	gomega.Expect(suite.client.List(ctx, &jobs, client.InNamespace(ns))).To(gomega.Succeed())
+	var allocs pickymanv1.AllocationList
+	gomega.Expect(suite.client.List(ctx, &allocs, client.InNamespace(ns))).To(gomega.Succeed())
+	index := make(map[string]int, len(jobs.Items))
+	stages := []util.Stage{{Name: "submitted"}, {Name: "allocation created"}, {Name: "admitted"}}
+	if pods {
+		stages = append(stages, util.Stage{Name: "pod created"}, util.Stage{Name: "pod ready"})
+	}
+	for i := range stages {
+		stages[i].Times = make([]time.Time, len(jobs.Items))
+	}
+	for i, j := range jobs.Items {
+		index[j.Name] = i
+		stages[0].Times[i] = j.CreationTimestamp.Time
+	}
+	byAlloc := map[string]int{}
+	for _, a := range allocs.Items {
+		i, ok := index[a.Spec.Job.Name]
+		if !ok {
+			continue
+		}
+		byAlloc[a.Name] = i
+		stages[1].Times[i] = a.CreationTimestamp.Time
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, pickymanv1.ConditionAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+			stages[2].Times[i] = c.LastTransitionTime.Time
+		}
+	}
+	if pods {
+		var list corev1.PodList
+		gomega.Expect(suite.client.List(ctx, &list, client.InNamespace(ns))).To(gomega.Succeed())
+		for _, p := range list.Items {
+			i, ok := byAlloc[p.Labels[pickymanv1.LabelAllocation]]
+			if !ok {
+				continue
+			}
+			stages[3].Times[i] = p.CreationTimestamp.Time
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					stages[4].Times[i] = c.LastTransitionTime.Time
+				}
+			}
+		}
+	}
+	return stages
+}
+
+// apiServerRequests reads the API server's request counts by verb and resource.
+func apiServerRequests(ctx context.Context) map[string]float64 {
+	raw, err := suite.clients.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "reading the API server's metrics")
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "parsing the API server's metrics")
+	return util.RequestCounts(fams["apiserver_request_total"])
+}
 
 // writeReport writes the figures so far to out/scale.txt.
 func writeReport(text string) {
