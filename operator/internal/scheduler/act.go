@@ -149,7 +149,7 @@ func (s *Scheduler) dispatch(ctx context.Context, allocs map[string]*v1alpha1.Al
 				}
 				if apierrors.IsConflict(err) {
 					s.Metrics.FencedCycles.Inc()
-					log.FromContext(ctx).Info("another scheduler promised GPUs since this cycle's snapshot; deciding again")
+					log.FromContext(ctx).Info("another scheduler promised GPUs since this cycle's snapshot; deciding again", "fence", err.Error())
 				} else {
 					b.err = err
 				}

@@ -10,6 +10,7 @@ import (
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -197,6 +198,57 @@ func TestFencePromises(t *testing.T) {
 	}
 	if st, err := a.read(ctx); err != nil || len(st.others) != 1 {
 		t.Fatalf("a reads %+v (%v), want b's promise, within its TTL", st, err)
+	}
+}
+
+// TestFenceReadManySwapsAgo: a scheduler's informer cache may lag behind its own swaps by
+// many of them when the API server is saturated (a cycle a second or more behind, at several
+// swaps a second). A swap against a fence read that long ago still goes through when every
+// change since was this scheduler's own; once another scheduler swapped in between, it
+// fails.
+func TestFenceReadManySwapsAgo(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	key := types.NamespacedName{Namespace: "ns", Name: FenceName}
+	a := &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: "a"}
+	b := &Fence{Reader: c, Client: c, Clock: clk, Key: key, Identity: "b"}
+	ctx := context.Background()
+	stale, err := a.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		if err := a.commit(ctx, stale, []promise{{Job: fmt.Sprintf("ns/j%d", i), Node: "n", GPUs: 1}}, nil); err != nil {
+			t.Fatalf("swap %d against the fence read %d swaps before: %v", i, i, err)
+		}
+	}
+	// b swaps once; a's swaps against any fence it read before fail from then on.
+	sb, err := b.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.commit(ctx, sb, []promise{{Job: "ns/k", Node: "m", GPUs: 4}}, sb.others); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.commit(ctx, stale, []promise{{Job: "ns/x", Node: "n", GPUs: 1}}, nil); !apierrors.IsConflict(err) {
+		t.Errorf("a swapped against a fence read before b's swap: %v, want a conflict", err)
+	}
+	fresh, err := a.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fresh.others) != 1 || fresh.others[0].Job != "ns/k" {
+		t.Fatalf("a reads %+v, want b's promise", fresh.others)
+	}
+	if err := a.commit(ctx, fresh, []promise{{Job: "ns/x", Node: "n", GPUs: 1}}, fresh.others); err != nil {
+		t.Fatalf("a's swap against the fence read after b's: %v", err)
+	}
+	if err := a.commit(ctx, stale, []promise{{Job: "ns/y", Node: "n", GPUs: 1}}, nil); !apierrors.IsConflict(err) {
+		t.Errorf("a swapped against a fence read before b's swap, after a swap of its own on top of b's: %v, want a conflict", err)
 	}
 }
 
