@@ -117,7 +117,8 @@ func WriteStages(w io.Writer, start time.Time, step time.Duration, stages []Stag
 }
 
 // RequestCounts sums the API server's apiserver_request_total by verb and resource (with its
-// subresource): "POST pods", "PUT allocations/status". A nil family counts nothing.
+// subresource), the requests answered other than 2xx apart under their code: "POST pods",
+// "PUT allocations/status", "PUT allocations/status 409". A nil family counts nothing.
 func RequestCounts(fam *dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
 	if fam == nil {
@@ -131,7 +132,11 @@ func RequestCounts(fam *dto.MetricFamily) map[string]float64 {
 		if res == "" {
 			continue
 		}
-		out[label(m, "verb")+" "+res] += m.GetCounter().GetValue()
+		key := label(m, "verb") + " " + res
+		if code := label(m, "code"); code != "" && code[0] != '2' {
+			key += " " + code
+		}
+		out[key] += m.GetCounter().GetValue()
 	}
 	return out
 }

@@ -53,6 +53,9 @@ func (c *Configuration) Default() {
 	if c.WriteConcurrency == 0 {
 		c.WriteConcurrency = 8
 	}
+	if c.JobConcurrency == 0 {
+		c.JobConcurrency = 16
+	}
 	m := &c.Manager
 	if m.MetricsBindAddress == "" {
 		m.MetricsBindAddress = ":8080"

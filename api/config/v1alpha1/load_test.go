@@ -79,13 +79,14 @@ func TestParse(t *testing.T) {
 		"client connection defaults": {
 			in: "",
 			check: func(t *testing.T, c *Configuration) {
-				if c.ClientConnection.QPS != 100 || c.ClientConnection.Burst != 200 || c.WriteConcurrency != 8 {
-					t.Errorf("client connection %+v, write concurrency %d; want 100/200, 8", c.ClientConnection, c.WriteConcurrency)
+				if c.ClientConnection.QPS != 100 || c.ClientConnection.Burst != 200 || c.WriteConcurrency != 8 || c.JobConcurrency != 16 {
+					t.Errorf("client connection %+v, write concurrency %d, job concurrency %d; want 100/200, 8, 16", c.ClientConnection, c.WriteConcurrency, c.JobConcurrency)
 				}
 			},
 		},
 		"bad qps":               {in: "clientConnection: {qps: -1}\n", wantErr: "clientConnection.qps: Invalid value: -1: must be positive"},
 		"bad write concurrency": {in: "writeConcurrency: -3\n", wantErr: "writeConcurrency: Invalid value: -3"},
+		"bad job concurrency":   {in: "jobConcurrency: -1\n", wantErr: "jobConcurrency: Invalid value: -1: must be at least 1"},
 		"wrong kind":            {in: "kind: Pod\n", wantErr: `kind "Pod"`},
 	}
 	for name, tc := range cases {

@@ -76,6 +76,9 @@ func (c *Configuration) Validate(validatePolicy PolicyValidator) field.ErrorList
 	if c.WriteConcurrency < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("writeConcurrency"), c.WriteConcurrency, "must be at least 1"))
 	}
+	if c.JobConcurrency < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("jobConcurrency"), c.JobConcurrency, "must be at least 1"))
+	}
 	if c.GPUResource == "" {
 		errs = append(errs, field.Required(field.NewPath("gpuResource"), "names the GPU extended resource"))
 	}

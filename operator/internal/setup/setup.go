@@ -234,7 +234,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 			Profiles:    profiles,
 			Inbox:       sch.Inbox,
 			Integration: in,
-			Workers:     JobWorkers,
+			Workers:     int(conf.JobConcurrency),
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("job controller %s: %w", in.GVK.Kind, err)
@@ -247,7 +247,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		Clock:    opts.Clock,
 		Metrics:  opts.Metrics,
 		Inbox:    sch.Inbox,
-		Workers:  JobWorkers,
+		Workers:  int(conf.JobConcurrency),
 	}
 	if err := hs.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -311,12 +311,6 @@ func EnabledIntegrations(mapper meta.RESTMapper) ([]jobframework.Integration, er
 	}
 	return out, nil
 }
-
-// JobWorkers is how many jobs of each kind the job controller reconciles at once, and how
-// many preemptions the handshake controller carries out at once: creating Allocations,
-// (un)suspending jobs and the handshake's steps are API-bound, and with one worker a burst of
-// submissions or preemptions queues behind it.
-const JobWorkers = 4
 
 // allocationStore returns a lister of the cached Allocations that reads the informer's store
 // without copying (scheduler.StoreLister), or nil where the cache's informer has no store to
