@@ -19,6 +19,7 @@ import (
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
@@ -128,6 +129,7 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 		say("admissions/s: %.1f", float64(jobs)/admittedAt.Seconds())
 		say("cycle p99 ms: %.0f", 1000*cycles.Quantile(0.99))
 		say("cycles: %d, mean %.0f ms, p50 %.0f ms", cycles.Count, 1000*cycles.Sum/float64(max(cycles.Count, 1)), 1000*cycles.Quantile(0.5))
+		say("%s", batchFigures(ctx))
 		// Which stage limits the rate end to end: when each job reached each stage, and
 		// what the API server served meanwhile.
 		say("## API server requests from the first submission to the last admission")
@@ -209,14 +211,14 @@ func jobStages(ctx context.Context, ns string, pods bool) []util.Stage {
 	return stages
 }
 
-// apiServerRequests reads the API server's request counts by verb and resource.
-func apiServerRequests(ctx context.Context) map[string]float64 {
+// apiServerRequests reads the API server's request counts and latencies by verb and resource.
+func apiServerRequests(ctx context.Context) util.Requests {
 	raw, err := suite.clients.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "reading the API server's metrics")
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "parsing the API server's metrics")
-	return util.RequestCounts(fams["apiserver_request_total"])
+	return util.ReadRequests(fams)
 }
 
 // writeReport writes the figures so far to out/scale.txt.
@@ -240,6 +242,41 @@ func cycleHistogram(ctx context.Context) *util.Histogram {
 	}
 	gomega.Expect(h.Count).To(gomega.BeNumerically(">", 0), "no scheduling cycle in the operators' metrics")
 	return h
+}
+
+// batchFigures sums, over every operator replica, the scheduler's batches of writes after
+// its cycles: the fence swaps, those that failed and sent their cycle back to decide again,
+// and how long a batch's writes took.
+func batchFigures(ctx context.Context) string {
+	urls, err := suite.opts.OperatorMetricsURLs(ctx)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	var fenced float64
+	swaps, writes := &util.Histogram{}, &util.Histogram{}
+	for _, u := range urls {
+		fams, err := scrape(u)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "scraping %s", u)
+		for _, m := range fams["pickyman_fenced_cycles_total"].GetMetric() {
+			fenced += m.GetCounter().GetValue()
+		}
+		swaps.Add(stageFamily(fams["pickyman_scheduling_cycle_stage_seconds"], "fence_swap"))
+		writes.Add(stageFamily(fams["pickyman_scheduling_cycle_stage_seconds"], "writes"))
+	}
+	return fmt.Sprintf("fence swaps: %d, %.0f failed (their cycles decided again), mean %.0f ms; batches written: %d, mean %.1f s from the cycle to the last write",
+		swaps.Count, fenced, 1000*swaps.Sum/float64(max(swaps.Count, 1)), writes.Count, writes.Sum/float64(max(writes.Count, 1)))
+}
+
+// stageFamily is the family's series of one stage.
+func stageFamily(fam *dto.MetricFamily, stage string) *dto.MetricFamily {
+	if fam == nil {
+		return nil
+	}
+	out := &dto.MetricFamily{Name: fam.Name, Type: fam.Type}
+	for _, m := range fam.GetMetric() {
+		if label(m, "stage") == stage {
+			out.Metric = append(out.Metric, m)
+		}
+	}
+	return out
 }
 
 func envInt(name string, def int) int {

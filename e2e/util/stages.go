@@ -116,42 +116,58 @@ func WriteStages(w io.Writer, start time.Time, step time.Duration, stages []Stag
 	_ = tw.Flush()
 }
 
-// RequestCounts sums the API server's apiserver_request_total by verb and resource (with its
-// subresource), the requests answered other than 2xx apart under their code: "POST pods",
-// "PUT allocations/status", "PUT allocations/status 409". A nil family counts nothing.
-func RequestCounts(fam *dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	if fam == nil {
-		return out
-	}
-	for _, m := range fam.GetMetric() {
+// Requests are the API server's requests by verb and resource (with its subresource): Count
+// from apiserver_request_total, the requests answered other than 2xx apart under their code
+// ("POST pods", "PUT allocations/status", "PUT allocations/status 409"); Seconds and Samples
+// from apiserver_request_duration_seconds, per verb and resource whatever the code.
+type Requests struct {
+	Count, Seconds, Samples map[string]float64
+}
+
+// ReadRequests reads the API server's request counts and latencies from its metrics.
+func ReadRequests(fams map[string]*dto.MetricFamily) Requests {
+	r := Requests{Count: map[string]float64{}, Seconds: map[string]float64{}, Samples: map[string]float64{}}
+	key := func(m *dto.Metric) string {
 		res := label(m, "resource")
+		if res == "" {
+			return ""
+		}
 		if sub := label(m, "subresource"); sub != "" {
 			res += "/" + sub
 		}
-		if res == "" {
+		return label(m, "verb") + " " + res
+	}
+	for _, m := range fams["apiserver_request_total"].GetMetric() {
+		k := key(m)
+		if k == "" {
 			continue
 		}
-		key := label(m, "verb") + " " + res
 		if code := label(m, "code"); code != "" && code[0] != '2' {
-			key += " " + code
+			k += " " + code
 		}
-		out[key] += m.GetCounter().GetValue()
+		r.Count[k] += m.GetCounter().GetValue()
 	}
-	return out
+	for _, m := range fams["apiserver_request_duration_seconds"].GetMetric() {
+		if k := key(m); k != "" {
+			r.Seconds[k] += m.GetHistogram().GetSampleSum()
+			r.Samples[k] += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return r
 }
 
 // WriteRequests writes the n largest counts of after less before, with their share of every
-// request between the two and their count per job.
-func WriteRequests(w io.Writer, before, after map[string]float64, jobs, n int) {
+// request between the two, their count per job and the API server's mean time to serve a
+// request of their verb and resource (any code) between the two.
+func WriteRequests(w io.Writer, before, after Requests, jobs, n int) {
 	type row struct {
 		key string
 		d   float64
 	}
 	var rows []row
 	total := 0.0
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
+	for k, v := range after.Count {
+		if d := v - before.Count[k]; d > 0 {
 			rows = append(rows, row{k, d})
 			total += d
 		}
@@ -163,14 +179,22 @@ func WriteRequests(w io.Writer, before, after map[string]float64, jobs, n int) {
 		return rows[i].key < rows[j].key
 	})
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "request\tcount\tshare\tper job\n")
+	fmt.Fprintf(tw, "request\tcount\tshare\tper job\tmean ms\n")
 	for i, r := range rows {
 		if i == n {
 			break
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.1f%%\t%.2f\n", r.key, r.d, 100*r.d/total, r.d/float64(max(jobs, 1)))
+		mean := "-"
+		k := r.key
+		if f := strings.Fields(k); len(f) == 3 {
+			k = f[0] + " " + f[1] // a non-2xx row: the latency of its verb and resource
+		}
+		if samples := after.Samples[k] - before.Samples[k]; samples > 0 {
+			mean = fmt.Sprintf("%.0f", 1000*(after.Seconds[k]-before.Seconds[k])/samples)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.1f%%\t%.2f\t%s\n", r.key, r.d, 100*r.d/total, r.d/float64(max(jobs, 1)), mean)
 	}
-	fmt.Fprintf(tw, "all\t%.0f\t100%%\t%.2f\n", total, total/float64(max(jobs, 1)))
+	fmt.Fprintf(tw, "all\t%.0f\t100%%\t%.2f\t-\n", total, total/float64(max(jobs, 1)))
 	_ = tw.Flush()
 }
 

@@ -51,36 +51,50 @@ func TestStageRowsOneSecond(t *testing.T) {
 	}
 }
 
-func TestRequestCounts(t *testing.T) {
-	parse := func(text string) map[string]float64 {
+func TestRequests(t *testing.T) {
+	parse := func(text string) Requests {
 		t.Helper()
 		p := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err := p.TextToMetricFamilies(strings.NewReader(text))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return RequestCounts(fams["apiserver_request_total"])
+		return ReadRequests(fams)
 	}
 	before := parse(`# TYPE apiserver_request_total counter
 apiserver_request_total{code="201",resource="pods",subresource="",verb="POST"} 10
 apiserver_request_total{code="200",resource="allocations",subresource="status",verb="PUT"} 5
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{resource="pods",subresource="",verb="POST",le="+Inf"} 10
+apiserver_request_duration_seconds_sum{resource="pods",subresource="",verb="POST"} 1
+apiserver_request_duration_seconds_count{resource="pods",subresource="",verb="POST"} 10
 `)
 	after := parse(`# TYPE apiserver_request_total counter
 apiserver_request_total{code="201",resource="pods",subresource="",verb="POST"} 110
 apiserver_request_total{code="409",resource="pods",subresource="",verb="POST"} 20
 apiserver_request_total{code="200",resource="allocations",subresource="status",verb="PUT"} 105
 apiserver_request_total{code="200",resource="",subresource="",verb="GET"} 7
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{resource="pods",subresource="",verb="POST",le="+Inf"} 130
+apiserver_request_duration_seconds_sum{resource="pods",subresource="",verb="POST"} 31
+apiserver_request_duration_seconds_count{resource="pods",subresource="",verb="POST"} 130
 `)
-	if after["POST pods"] != 110 || after["POST pods 409"] != 20 || after["PUT allocations/status"] != 105 || len(after) != 3 {
-		t.Errorf("counts: %v", after)
+	if after.Count["POST pods"] != 110 || after.Count["POST pods 409"] != 20 || after.Count["PUT allocations/status"] != 105 || len(after.Count) != 3 {
+		t.Errorf("counts: %v", after.Count)
 	}
 	var b strings.Builder
-	WriteRequests(&b, before, after, 50, 1)
+	WriteRequests(&b, before, after, 50, 2)
 	out := b.String()
-	if !strings.Contains(out, "POST pods  100    45.5%  2.00") || !strings.Contains(out, "all        220    100%   4.40") || strings.Contains(out, "allocations") {
-		t.Errorf("report:\n%s", out)
+	// POST pods: 120 more samples taking 30 s more, 250 ms each.
+	for _, want := range []string{"POST pods               100    45.5%  2.00     250", "PUT allocations/status  100    45.5%  2.00     -", "all                     220    100%   4.40     -"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
 	}
-	if len(RequestCounts(nil)) != 0 {
-		t.Error("a nil family counts requests")
+	if strings.Contains(out, "409") {
+		t.Errorf("report of 2 rows shows a third:\n%s", out)
+	}
+	if r := ReadRequests(nil); len(r.Count) != 0 || len(r.Samples) != 0 {
+		t.Error("no metrics count requests")
 	}
 }
