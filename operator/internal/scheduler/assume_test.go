@@ -320,3 +320,40 @@ func TestCycleStagesMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestCycleWaitsForQueued: an Allocation that the job controller has created but not yet
+// queued (no phase) is not admitted: the job controller's status write is about to change
+// it, and an admission decided on the version without a phase would fail on its
+// resourceVersion (a tenth of the scale run's admission writes did). Once Queued it is
+// admitted.
+func TestCycleWaitsForQueued(t *testing.T) {
+	ctx := context.Background()
+	created := queuedAllocation("a", 8, utiltesting.Epoch)
+	created.Status.Phase = ""
+	lc := newLaggingCluster(t, gpuNodeObj("n"), created)
+	s, _ := newAssumingScheduler(t, lc, "fifo", clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour)))
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.Allocation{}
+	if err := lc.server.Get(ctx, client.ObjectKeyFromObject(created), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "" {
+		t.Fatalf("an Allocation not yet queued is %s after a cycle, want no phase", got.Status.Phase)
+	}
+	got.Status.Phase = v1alpha1.AllocationQueued
+	if err := lc.server.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	lc.sync()
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.server.Get(ctx, client.ObjectKeyFromObject(created), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.AllocationAdmitted {
+		t.Errorf("a queued Allocation is %s after a cycle, want Admitted", got.Status.Phase)
+	}
+}

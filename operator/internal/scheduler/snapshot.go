@@ -14,6 +14,9 @@ import (
 // BuildSnapshot assembles the scheduling core's snapshot: nodes with GPUs, their used GPUs,
 // and every unfinished job. progress maps a job ID to its pods' progress.
 //
+// An Allocation without a phase (created by the job controller, not yet queued) is no job of
+// the snapshot yet.
+//
 // A node's used GPUs are what is promised there and what is held there, whichever is more:
 // for each Allocation, the larger of its placement on the node (while it holds GPUs) and the
 // GPUs its live pods hold there (pods still terminating after the Allocation went back to
@@ -73,6 +76,11 @@ func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []*v1alpha1.Alloca
 			if _, ok := promised[node]; !ok {
 				s.Nodes[idx[node]].Used += g
 			}
+		}
+		if a.Status.Phase == "" {
+			// Created and not yet queued: the job controller's status write is about to
+			// change it, and a decision on this version would fail on it.
+			continue
 		}
 		if j := allocation.SchedJob(a, progress[id], now); j != nil {
 			s.Jobs = append(s.Jobs, j)
