@@ -141,6 +141,9 @@ func (s *Scheduler) dispatch(ctx context.Context, allocs map[string]*v1alpha1.Al
 			t := time.Now()
 			err := s.Fence.commit(ctx, sw.read, sw.own, sw.others)
 			swapped()
+			if s.inflight.waitingForSwap.Swap(false) {
+				s.wakeUp()
+			}
 			s.Metrics.CycleStage.WithLabelValues("fence_swap").Observe(time.Since(t).Seconds())
 			if err != nil {
 				// Nothing of the batch is written: the next cycle decides again.

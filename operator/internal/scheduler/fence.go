@@ -174,6 +174,22 @@ func (f *Fence) queue() (<-chan struct{}, func()) {
 	return prev, sync.OnceFunc(func() { close(mine) })
 }
 
+// swapping reports whether a swap queued is still to end.
+func (f *Fence) swapping() bool {
+	f.mu.Lock()
+	last := f.last
+	f.mu.Unlock()
+	if last == nil {
+		return false
+	}
+	select {
+	case <-last:
+		return false
+	default:
+		return true
+	}
+}
+
 // commit swaps in this scheduler's promises ps and the promises of others it keeps (each
 // with its own holder and time); it fails with a conflict if another scheduler swapped
 // since st was read.

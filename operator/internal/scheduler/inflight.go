@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/internal/allocation"
@@ -30,6 +31,9 @@ type inflight struct {
 	pledged map[string][]promise
 	// sem bounds the writes sent at once, across batches.
 	sem chan struct{}
+	// waitingForSwap is set while the scheduler holds a cycle back until the fence swap in
+	// flight ends; that swap's end then wakes it.
+	waitingForSwap atomic.Bool
 	// batches counts the batches whose writes have not all ended.
 	batches sync.WaitGroup
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,5 +369,79 @@ func TestCycleLeavesCachedAllocationsUnchanged(t *testing.T) {
 	}
 	if got.Status.Phase != v1alpha1.AllocationAdmitted {
 		t.Errorf("a is %s, want Admitted", got.Status.Phase)
+	}
+}
+
+// countingPolicy counts its decisions.
+type countingPolicy struct {
+	sched.Policy
+	calls atomic.Int32
+}
+
+func (p *countingPolicy) Schedule(s *sched.Snapshot) sched.Decisions {
+	p.calls.Add(1)
+	return p.Policy.Schedule(s)
+}
+
+// TestCycleWaitsForSwap: while a batch's fence swap is in flight, the scheduler runs no
+// cycle; the swap's end wakes it, and the next cycle decides on everything that arrived
+// meanwhile in one batch. Swaps go one at a time, so a cycle per arrival would queue a swap
+// per arrival behind them (a 5,000-job run made 1,920 swaps of 240 ms each, one after
+// another, and admitted at their pace).
+func TestCycleWaitsForSwap(t *testing.T) {
+	lc := newLaggingCluster(t, gpuNodeObj("n1"), gpuNodeObj("n2"), queuedAllocation("j1", 8, utiltesting.Epoch))
+	g := newGate()
+	defer g.open()
+	var swaps atomic.Int32
+	held := interceptor.NewClient(lc.server, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if _, ok := obj.(*coordinationv1.Lease); ok {
+				<-g.ch
+				swaps.Add(1)
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	s := newFencedScheduler(t, held, clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour)), "fifo", "a")
+	p := &countingPolicy{Policy: s.Policy}
+	s.Policy = p
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor("the first cycle", func() bool { return p.calls.Load() == 1 })
+	for _, name := range []string{"j2", "j3"} {
+		if err := lc.server.Create(ctx, queuedAllocation(name, 4, utiltesting.Epoch.Add(time.Minute))); err != nil {
+			t.Fatal(err)
+		}
+		s.wakeUp()
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := p.calls.Load(); n != 1 {
+		t.Errorf("%d cycles while the first one's swap was in flight, want 1", n)
+	}
+	g.open()
+	admitted := func(name string) bool {
+		a := &v1alpha1.Allocation{}
+		return lc.server.Get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, a) == nil && a.Status.Phase == v1alpha1.AllocationAdmitted
+	}
+	waitFor("every job admitted", func() bool { return admitted("j1") && admitted("j2") && admitted("j3") })
+	if n := swaps.Load(); n != 2 {
+		t.Errorf("%d fence swaps, want 2: the first cycle's, and one for both jobs that arrived during it", n)
 	}
 }

@@ -169,6 +169,17 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		case <-tick.C():
 		case <-woken:
 		}
+		if s.Fence != nil {
+			// Swaps go one at a time: a cycle now would queue its swap behind the one in
+			// flight. The swap's end wakes the scheduler (the flag is set before the check,
+			// so an end in between wakes it too), and the next cycle decides on everything
+			// that arrived meanwhile, in one batch.
+			s.inflight.waitingForSwap.Store(true)
+			if s.Fence.swapping() {
+				continue
+			}
+			s.inflight.waitingForSwap.Store(false)
+		}
 		if _, err := s.cycle(ctx); err != nil && ctx.Err() == nil {
 			logger.Error(err, "scheduling cycle failed")
 		}
