@@ -155,6 +155,9 @@ func (s *Scheduler) dispatch(ctx context.Context, allocs map[string]*v1alpha1.Al
 					log.FromContext(ctx).Info("another scheduler promised GPUs since this cycle's snapshot; deciding again", "fence", err.Error())
 				} else {
 					b.err = err
+					if ctx.Err() == nil {
+						log.FromContext(ctx).Error(err, "scheduler fence swap failed; nothing of the cycle's decisions written, the next cycle decides again")
+					}
 				}
 				s.wakeUp()
 				return

@@ -52,6 +52,10 @@ type Fence struct {
 	Key types.NamespacedName
 	// Identity names this scheduler in the Lease's holder.
 	Identity string
+	// SwapTimeout bounds one swap (DefaultSwapTimeout when zero). No cycle runs while a swap
+	// is in flight, so a request the API server never answers would otherwise stop the
+	// scheduler.
+	SwapTimeout time.Duration
 
 	mu sync.Mutex
 	// after maps the resourceVersion each of this scheduler's recent swaps started from to
@@ -73,6 +77,12 @@ type Fence struct {
 // cluster failed with a conflict though no other scheduler ran, and each dropped its cycle's
 // decisions.
 const keepSwaps = 4096
+
+// DefaultSwapTimeout is Fence.SwapTimeout's default: a swap takes 100 to 300 ms at the API
+// server of a saturated 5,000-job test cluster (docs/operator.md), and a third of PromiseTTL
+// leaves the batch's writes the rest of it. A swap that times out may still land; its
+// promises then count for others until PromiseTTL, and its batch writes nothing.
+const DefaultSwapTimeout = PromiseTTL / 3
 
 // FenceName is the name of the fence's Lease.
 const FenceName = "pickyman-scheduler-fence"
@@ -238,7 +248,13 @@ func (f *Fence) commit(ctx context.Context, st *fenceState, ps, others []promise
 	now := metav1.NewMicroTime(f.Clock.Now())
 	id := f.Identity
 	l.Spec.HolderIdentity, l.Spec.RenewTime = &id, &now
-	if err := f.Client.Update(ctx, l); err != nil {
+	timeout := f.SwapTimeout
+	if timeout <= 0 {
+		timeout = DefaultSwapTimeout
+	}
+	uctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := f.Client.Update(uctx, l); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("scheduler fence read at resourceVersion %s, swapped against %s: %w", st.lease.ResourceVersion, base.ResourceVersion, err)
 		}

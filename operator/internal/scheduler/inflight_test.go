@@ -445,3 +445,46 @@ func TestCycleWaitsForSwap(t *testing.T) {
 		t.Errorf("%d fence swaps, want 2: the first cycle's, and one for both jobs that arrived during it", n)
 	}
 }
+
+// TestSwapTimesOut: a fence swap that never returns (a request the API server holds) ends at
+// Fence.SwapTimeout with nothing of its batch written, and the next cycle decides again.
+// While a swap is in flight no cycle runs (TestCycleWaitsForSwap), so without the bound one
+// hung request would stop the scheduler.
+func TestSwapTimesOut(t *testing.T) {
+	lc := newLaggingCluster(t, gpuNodeObj("n1"), queuedAllocation("j1", 8, utiltesting.Epoch))
+	var swaps atomic.Int32
+	hung := interceptor.NewClient(lc.server, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if _, ok := obj.(*coordinationv1.Lease); ok && swaps.Add(1) == 1 {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	s := newFencedScheduler(t, hung, clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour)), "fifo", "a")
+	s.Fence.SwapTimeout = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := &v1alpha1.Allocation{}
+		if err := lc.server.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "j1"}, a); err == nil && a.Status.Phase == v1alpha1.AllocationAdmitted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("j1 not admitted after a hung swap (%d swaps tried)", swaps.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := swaps.Load(); n != 2 {
+		t.Errorf("%d fence swaps, want 2: the hung one, and the next cycle's", n)
+	}
+}
