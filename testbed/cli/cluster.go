@@ -317,6 +317,8 @@ type usageJSON struct {
 	Cores     float64 `json:"cores"`
 	RSSMiB    float64 `json:"rss_mib"`
 	MaxRSSMiB float64 `json:"max_rss_mib"`
+	// CPUWait is the average number of the process's threads waiting for a core.
+	CPUWait float64 `json:"cpu_wait"`
 }
 
 func newClusterStatusJSON(s *cluster.Status, us []cluster.Usage) clusterStatusJSON {
@@ -334,7 +336,7 @@ func newClusterStatusJSON(s *cluster.Status, us []cluster.Usage) clusterStatusJS
 		j.GPUsByProduct[product] = n
 	}
 	for _, u := range us {
-		j.Usage = append(j.Usage, usageJSON{Component: u.Component, Pid: u.Pid, Cores: u.CPU, RSSMiB: u.RSSMiB, MaxRSSMiB: u.MaxRSSMiB})
+		j.Usage = append(j.Usage, usageJSON{Component: u.Component, Pid: u.Pid, Cores: u.CPU, RSSMiB: u.RSSMiB, MaxRSSMiB: u.MaxRSSMiB, CPUWait: u.Wait})
 	}
 	return j
 }

@@ -19,6 +19,11 @@ type Usage struct {
 	Pid       int
 	// CPU is the average number of cores used over the window (user + system time / wall).
 	CPU float64
+	// Wait is the average number of the process's threads that were ready to run but waited
+	// for a core over the window (runqueue time / wall, from /proc/<pid>/task/*/schedstat):
+	// what a saturated machine withheld from it. Threads that exit within the window are not
+	// counted.
+	Wait float64
 	// RSSMiB is the resident set size at the end of the window; MaxRSSMiB the largest seen.
 	RSSMiB, MaxRSSMiB float64
 }
@@ -50,6 +55,33 @@ func procTimes(pid int) (time.Duration, error) {
 	return time.Duration(u+st) * time.Second / clockTicks, nil
 }
 
+// procWait returns the time a process's threads have waited on a runqueue, the sum over
+// its live threads of /proc/<pid>/task/<tid>/schedstat's second field.
+func procWait(pid int) (time.Duration, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(data))
+		if len(f) < 2 {
+			return 0, fmt.Errorf("pid %d: malformed schedstat %q", pid, data)
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("pid %d: malformed schedstat %q", pid, data)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
+
 // procRSS returns a process's resident set size in MiB, from /proc/<pid>/status.
 func procRSS(pid int) (float64, error) {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
@@ -69,6 +101,7 @@ func procRSS(pid int) (float64, error) {
 func SampleUsage(ctx context.Context, pids map[string]int, d, step time.Duration) ([]Usage, error) {
 	start := time.Now()
 	begin := map[string]time.Duration{}
+	beginWait := map[string]time.Duration{}
 	usage := map[string]*Usage{}
 	for name, pid := range pids {
 		t, err := procTimes(pid)
@@ -76,6 +109,8 @@ func SampleUsage(ctx context.Context, pids map[string]int, d, step time.Duration
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		begin[name] = t
+		// A kernel without schedstat leaves Wait at zero.
+		beginWait[name], _ = procWait(pid)
 		usage[name] = &Usage{Component: name, Pid: pid}
 	}
 	sample := func() {
@@ -109,6 +144,9 @@ func SampleUsage(ctx context.Context, pids map[string]int, d, step time.Duration
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		usage[name].CPU = float64(end-begin[name]) / float64(wall)
+		if w, err := procWait(pid); err == nil {
+			usage[name].Wait = max(0, float64(w-beginWait[name])/float64(wall))
+		}
 		out = append(out, *usage[name])
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Component < out[j].Component })
@@ -132,13 +170,15 @@ func (o Options) ClusterPids() map[string]int {
 // PrintUsage writes a table of usage with a total line.
 func PrintUsage(w io.Writer, us []Usage) {
 	var cpu, rss float64
-	fmt.Fprintf(w, "%-24s %8s %10s %10s\n", "component", "cores", "rss MiB", "max MiB")
+	var wait float64
+	fmt.Fprintf(w, "%-24s %8s %10s %10s %10s\n", "component", "cores", "rss MiB", "max MiB", "cpu wait")
 	for _, u := range us {
-		fmt.Fprintf(w, "%-24s %8.3f %10.1f %10.1f\n", u.Component, u.CPU, u.RSSMiB, u.MaxRSSMiB)
+		fmt.Fprintf(w, "%-24s %8.3f %10.1f %10.1f %10.3f\n", u.Component, u.CPU, u.RSSMiB, u.MaxRSSMiB, u.Wait)
 		cpu += u.CPU
 		rss += u.RSSMiB
+		wait += u.Wait
 	}
-	fmt.Fprintf(w, "%-24s %8.3f %10.1f\n", "total", cpu, rss)
+	fmt.Fprintf(w, "%-24s %8.3f %10.1f %10s %10.3f\n", "total", cpu, rss, "", wait)
 }
 
 // recordedPids returns the pids the cluster's pid files record, by component: kwokctl's
