@@ -24,7 +24,8 @@ import (
 // snapshot of the cycle that delivers the event must contain it).
 //
 // Every Allocation write of the process goes through the client that Client returns, which
-// records what the API server answered. An assumed object stands in for the cached one until
+// records what the API server answered, and every Get of an Allocation through it returns the
+// process's own write where the cache does not show it yet. An assumed object stands in for the cached one until
 // the cache shows that write or a later one (its resourceVersion reaches the assumed one: the
 // scheme of kube-scheduler's assume cache, k8s.io/kubernetes pkg/scheduler/util/assumecache,
 // which also orders resourceVersions as integers, as etcd issues them). One the cache does
@@ -65,6 +66,15 @@ func NewAssumed(c clock.PassiveClock) *Assumed {
 // update or patch) recorded, and every failed one whose outcome is unknown counted.
 func (as *Assumed) Client(c client.WithWatch) client.WithWatch {
 	return interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if a, ok := obj.(*v1alpha1.Allocation); ok {
+				as.newer(a)
+			}
+			return nil
+		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			return as.written(obj, c.Create(ctx, obj, opts...))
 		},
@@ -138,6 +148,28 @@ func (as *Assumed) Assume(a *v1alpha1.Allocation) {
 		as.objs = map[types.NamespacedName]assumption{}
 	}
 	as.objs[client.ObjectKeyFromObject(a)] = assumption{obj: a.DeepCopy(), rv: rv, at: as.Clock.Now()}
+}
+
+// newer replaces a, read from the cache, with this process's own write of it where that is
+// later than what the cache shows (read your own writes: a reconcile right after a write
+// must not act on the version before it and fail on a conflict). The assumption is dropped
+// once the cache shows it, or a later version.
+func (as *Assumed) newer(a *v1alpha1.Allocation) {
+	rv, err := strconv.ParseUint(a.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	key := client.ObjectKeyFromObject(a)
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	old, ok := as.objs[key]
+	switch {
+	case !ok:
+	case old.rv > rv:
+		old.obj.DeepCopyInto(a)
+	default:
+		delete(as.objs, key)
+	}
 }
 
 func (as *Assumed) forget(key types.NamespacedName) {

@@ -358,3 +358,50 @@ func TestCycleWaitsForQueued(t *testing.T) {
 		t.Errorf("a queued Allocation is %s after a cycle, want Admitted", got.Status.Phase)
 	}
 }
+
+// TestAssumedReadsOwnWrites: a Get of an Allocation through the assuming client, from a cache
+// that lags behind the process's own write, returns the write. The job controller reads
+// through it: without it a job reconciled again right after its Allocation's Queued status
+// write (the Allocation's creation requeues the job) saw the cache's version without a phase
+// and wrote Queued again, a conflict for almost every job of a 5,000-job run with 64 workers.
+// A version the cache shows that is as new as the write, or newer, is read as it is.
+func TestAssumedReadsOwnWrites(t *testing.T) {
+	created := queuedAllocation("j1", 1, utiltesting.Epoch)
+	created.Status = v1alpha1.AllocationStatus{}
+	lc := newLaggingCluster(t, created)
+	as := NewAssumed(clocktesting.NewFakeClock(utiltesting.Epoch))
+	c := as.Client(lc.client)
+	ctx := context.Background()
+	key := client.ObjectKeyFromObject(created)
+	a := &v1alpha1.Allocation{}
+	if err := c.Get(ctx, key, a); err != nil {
+		t.Fatal(err)
+	}
+	a.Status.Phase = v1alpha1.AllocationQueued
+	if err := c.Status().Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.Allocation{}
+	if err := c.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.AllocationQueued || got.ResourceVersion != a.ResourceVersion {
+		t.Fatalf("read phase %q at resourceVersion %s from a cache behind the write at %s; want the write", got.Status.Phase, got.ResourceVersion, a.ResourceVersion)
+	}
+	// The read is a copy: changing it leaves the assumption as written.
+	got.Status.Phase = v1alpha1.AllocationFinished
+	again := &v1alpha1.Allocation{}
+	if err := c.Get(ctx, key, again); err != nil || again.Status.Phase != v1alpha1.AllocationQueued {
+		t.Fatalf("second read: %v, phase %q; want Queued", err, again.Status.Phase)
+	}
+	// Another writer's later version, once cached, is read as it is.
+	other := again.DeepCopy()
+	other.Status.Phase = v1alpha1.AllocationAdmitted
+	if err := lc.server.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	lc.sync()
+	if err := c.Get(ctx, key, got); err != nil || got.Status.Phase != v1alpha1.AllocationAdmitted {
+		t.Fatalf("after the cache caught up: %v, phase %q; want Admitted", err, got.Status.Phase)
+	}
+}
