@@ -70,6 +70,8 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 		gomega.Expect(suite.clients.WaitNodesReady(ctx, names, 5*time.Minute)).To(gomega.Succeed())
 		gomega.Expect(suite.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
 		say("# scale: %d nodes x 8 GPUs, %d one-GPU jobs, agent time scale %d", nodes, jobs, timeScale)
+		conf := suite.opts.PickyMan.Config
+		say("# operator: jobConcurrency %d, writeConcurrency %d, clientConnection qps %g burst %d", conf.JobConcurrency, conf.WriteConcurrency, conf.ClientConnection.QPS, conf.ClientConnection.Burst)
 		sample(fmt.Sprintf("%d nodes, no jobs", nodes), 30*time.Second)
 
 		requestsBefore := apiServerRequests(ctx)

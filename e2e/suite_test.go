@@ -49,9 +49,17 @@ func operatorConfig() *configv1.Configuration {
 		ScheduleInterval:   metav1.Duration{Duration: 2 * time.Second},
 		ReservationTimeout: metav1.Duration{Duration: 2 * time.Minute},
 	}
+	if sizeConfig != nil {
+		sizeConfig(c)
+	}
 	c.Default()
 	return c
 }
+
+// sizeConfig, when set, adapts the operator's configuration to the cluster's size: the scale
+// spec sets it (scale_settings_test.go) to the settings docs/operator.md gives for 1,000
+// nodes; the other specs run the defaults.
+var sizeConfig func(*configv1.Configuration)
 
 // requirePickyMan skips a spec that needs PickyMan's operator and the testbed agent on a
 // cluster the suite did not bring up (they run as local processes of the suite's cluster).
