@@ -70,11 +70,11 @@ func procWait(pid int) (time.Duration, error) {
 			continue // the thread exited
 		}
 		f := strings.Fields(string(data))
-		if len(f) < 2 {
-			return 0, fmt.Errorf("pid %d: malformed schedstat %q", pid, data)
+		var ns int64
+		if len(f) >= 2 {
+			ns, err = strconv.ParseInt(f[1], 10, 64)
 		}
-		ns, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
+		if len(f) < 2 || err != nil {
 			return 0, fmt.Errorf("pid %d: malformed schedstat %q", pid, data)
 		}
 		sum += time.Duration(ns)
@@ -169,8 +169,7 @@ func (o Options) ClusterPids() map[string]int {
 
 // PrintUsage writes a table of usage with a total line.
 func PrintUsage(w io.Writer, us []Usage) {
-	var cpu, rss float64
-	var wait float64
+	var cpu, rss, wait float64
 	fmt.Fprintf(w, "%-24s %8s %10s %10s %10s\n", "component", "cores", "rss MiB", "max MiB", "cpu wait")
 	for _, u := range us {
 		fmt.Fprintf(w, "%-24s %8.3f %10.1f %10.1f %10.3f\n", u.Component, u.CPU, u.RSSMiB, u.MaxRSSMiB, u.Wait)

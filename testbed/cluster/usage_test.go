@@ -12,6 +12,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// spin keeps the calling thread busy hashing until stop is closed, a round of work between
+// looks at stop: the CPU time a sample must see.
+func spin(stop <-chan struct{}) {
+	sum := sha256.Sum256(nil)
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+			for range 1000 {
+				sum = sha256.Sum256(sum[:])
+			}
+		}
+	}
+}
+
 // TestSampleUsageOfABusyProcess samples this test process while a goroutine keeps it busy
 // hashing, so its CPU share must be above zero and its RSS positive.
 func TestSampleUsageOfABusyProcess(t *testing.T) {
@@ -19,18 +35,7 @@ func TestSampleUsageOfABusyProcess(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sum := sha256.Sum256(nil)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				// A round of work between looks at stop: the CPU time the sample must see.
-				for range 1000 {
-					sum = sha256.Sum256(sum[:])
-				}
-			}
-		}
+		spin(stop)
 	}()
 	defer func() { close(stop); <-done }()
 	us, err := SampleUsage(context.Background(), map[string]int{"self": os.Getpid()}, 300*time.Millisecond, 50*time.Millisecond)
@@ -69,17 +74,7 @@ func TestSampleUsageWait(t *testing.T) {
 				return
 			}
 			close(started[i])
-			sum := sha256.Sum256(nil)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					for range 1000 {
-						sum = sha256.Sum256(sum[:])
-					}
-				}
-			}
+			spin(stop)
 		}()
 	}
 	defer func() {
@@ -94,11 +89,11 @@ func TestSampleUsageWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wait %.3f cpu %.3f", us[0].Wait, us[0].CPU)
 	// Two threads on one core: about one thread waits at any time.
 	if len(us) != 1 || us[0].Wait < 0.3 {
 		t.Fatalf("usage = %+v, want Wait near 1 for two busy threads on one core", us)
 	}
+	t.Logf("wait %.3f cpu %.3f", us[0].Wait, us[0].CPU)
 	var b strings.Builder
 	PrintUsage(&b, us)
 	if !strings.Contains(b.String(), "cpu wait") {

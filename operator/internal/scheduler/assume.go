@@ -25,10 +25,11 @@ import (
 //
 // Every Allocation write of the process goes through the client that Client returns, which
 // records what the API server answered, and every Get of an Allocation through it returns the
-// process's own write where the cache does not show it yet. An assumed object stands in for the cached one until
-// the cache shows that write or a later one (its resourceVersion reaches the assumed one: the
-// scheme of kube-scheduler's assume cache, k8s.io/kubernetes pkg/scheduler/util/assumecache,
-// which also orders resourceVersions as integers, as etcd issues them). One the cache does
+// process's own write where the cache does not show it yet. An assumed object stands in for
+// the cached one until the cache shows that write or a later one (its resourceVersion reaches
+// the assumed one: the scheme of kube-scheduler's assume cache, k8s.io/kubernetes
+// pkg/scheduler/util/assumecache, which also orders resourceVersions as integers, as etcd
+// issues them). One the cache does
 // not hold at all is a creation the cache has not seen yet, or an object deleted since: after
 // Grace it is read from the API server once, and dropped if it is gone.
 //

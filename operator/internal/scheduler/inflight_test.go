@@ -383,6 +383,20 @@ func (p *countingPolicy) Schedule(s *sched.Snapshot) sched.Decisions {
 	return p.Policy.Schedule(s)
 }
 
+// startScheduler runs s until stop, which reports an error Start returns.
+func startScheduler(t *testing.T, s *Scheduler) (ctx context.Context, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	return ctx, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestCycleWaitsForSwap: while a batch's fence swap is in flight, the scheduler runs no
 // cycle; the swap's end wakes it, and the next cycle decides on everything that arrived
 // meanwhile in one batch. Swaps go one at a time, so a cycle per arrival would queue a swap
@@ -405,15 +419,8 @@ func TestCycleWaitsForSwap(t *testing.T) {
 	s := newFencedScheduler(t, held, clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour)), "fifo", "a")
 	p := &countingPolicy{Policy: s.Policy}
 	s.Policy = p
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	ctx, stop := startScheduler(t, s)
+	defer stop()
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -464,15 +471,8 @@ func TestSwapTimesOut(t *testing.T) {
 	})
 	s := newFencedScheduler(t, hung, clocktesting.NewFakeClock(utiltesting.Epoch.Add(time.Hour)), "fifo", "a")
 	s.Fence.SwapTimeout = 100 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	ctx, stop := startScheduler(t, s)
+	defer stop()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		a := &v1alpha1.Allocation{}
