@@ -23,7 +23,7 @@ TEST_TARGETS += test-integration
 # The operator's admission stage alone (no training-operator, no agents): the benchmark prints
 # admissions/s, cycle p99 ms and the p99 of each cycle stage; the operator's log is left out.
 .PHONY: bench-admission
-bench-admission: $(BIN)/kube-apiserver $(BIN)/etcd $(TRAINER_CRDS)/.version ## Operator admission stage on kube-apiserver: 1,000 cordoned nodes, 5,000 queued one-GPU jobs, all uncordoned at once (PICKYMAN_STAGE_NODES/JOBS/QPS); figures in out/admission.txt.
+bench-admission: $(BIN)/kube-apiserver $(BIN)/etcd $(TRAINER_CRDS)/.version ## Operator admission stage on kube-apiserver: 1,000 cordoned nodes, 5,000 queued one-GPU jobs, all uncordoned at once (PICKYMAN_STAGE_NODES/JOBS/QPS/JOB_CONCURRENCY/WRITE_CONCURRENCY); figures in out/admission.txt.
 	@mkdir -p out
 	KUBEBUILDER_ASSETS=$(BIN) TRAINER_CRDS=$(TRAINER_CRDS) $(GO) test -tags integration -count=1 -timeout 45m -run '^$$' \
 	  -bench '^BenchmarkAdmissionStage$$' -benchtime 1x ./operator/internal/integration/ 2>&1 | grep -av '^[IEW][0-9]\{4\} ' | tee out/admission.txt

@@ -55,8 +55,13 @@ func envInt(b *testing.B, name string, def int) int {
 // job update. It prints `admissions/s: X` (jobs over the time from the first node to the last
 // admission), `cycle p99 ms: Y` (the cycle histogram's 99th percentile, computed as
 // histogram_quantile does), the submission rate, and the Go heap of the process. The
-// operator's client pacing is PICKYMAN_STAGE_QPS and PICKYMAN_STAGE_BURST (default: the
-// configuration's defaults).
+// operator's client pacing is PICKYMAN_STAGE_QPS and PICKYMAN_STAGE_BURST, its job workers
+// PICKYMAN_STAGE_JOB_CONCURRENCY and its concurrent Allocation writes
+// PICKYMAN_STAGE_WRITE_CONCURRENCY (default: the configuration's defaults). It also prints
+// `queued/s: X`, the jobs over the time from the first submission to the last job queued:
+// the job controller's queueing rate where it keeps pace with the submissions, the
+// submission rate where it does not (then the line before it shows a lag after the last
+// submission).
 //
 //	make bench-admission
 func BenchmarkAdmissionStage(b *testing.B) {
@@ -73,6 +78,8 @@ func BenchmarkAdmissionStage(b *testing.B) {
 		conf.ClientConnection.QPS = float32(envInt(b, "PICKYMAN_STAGE_QPS", 0))
 		conf.ClientConnection.Burst = int32(envInt(b, "PICKYMAN_STAGE_BURST", 2*int(conf.ClientConnection.QPS)))
 	}
+	conf.JobConcurrency = int32(envInt(b, "PICKYMAN_STAGE_JOB_CONCURRENCY", int(conf.JobConcurrency)))
+	conf.WriteConcurrency = int32(envInt(b, "PICKYMAN_STAGE_WRITE_CONCURRENCY", int(conf.WriteConcurrency)))
 	for range b.N {
 		ns := newNamespace(b)
 		m := metrics.New()
@@ -151,8 +158,11 @@ func BenchmarkAdmissionStage(b *testing.B) {
 		p99 := quantile(0.99, cycles, cyclesBefore) * 1000
 		count := cycles.GetSampleCount() - cyclesBefore.GetSampleCount()
 		mean := (cycles.GetSampleSum() - cyclesBefore.GetSampleSum()) / float64(max(count, 1)) * 1000
-		fmt.Printf("stage: %d nodes, %d one-GPU jobs, policy %s, operator client qps %g burst %d\n", nodes, jobs, conf.Policy.Name, conf.ClientConnection.QPS, conf.ClientConnection.Burst)
-		fmt.Printf("submitted %d jobs in %v (%.1f/s); all queued after %v\n", jobs, submitted.Round(time.Millisecond), float64(jobs)/submitted.Seconds(), queued.Round(time.Millisecond))
+		fmt.Printf("stage: %d nodes, %d one-GPU jobs, policy %s, operator client qps %g burst %d, %d job workers, %d concurrent writes\n",
+			nodes, jobs, conf.Policy.Name, conf.ClientConnection.QPS, conf.ClientConnection.Burst, conf.JobConcurrency, conf.WriteConcurrency)
+		fmt.Printf("submitted %d jobs in %v (%.1f/s); all queued after %v, %v after the last submission\n",
+			jobs, submitted.Round(time.Millisecond), float64(jobs)/submitted.Seconds(), queued.Round(time.Millisecond), (queued - submitted).Round(time.Millisecond))
+		fmt.Printf("queued/s: %.1f\n", float64(jobs)/queued.Seconds())
 		fmt.Printf("nodes uncordoned in %v; %d admitted %v after the first uncordon\n", nodesUp.Round(time.Millisecond), admitted, elapsed.Round(time.Millisecond))
 		fmt.Printf("admissions/s: %.1f\n", rate)
 		fmt.Printf("cycle p99 ms: %.0f\n", p99)
