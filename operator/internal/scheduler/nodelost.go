@@ -21,10 +21,10 @@ const ReasonNodeLost = "NodeLost"
 
 // onLostNode returns, in a stable order, the Admitted Allocations placed on a node that is
 // lost at now: deleted (not in nodes), or not Ready for longer than timeout.
-func onLostNode(allocs map[string]*v1alpha1.Allocation, nodes []corev1.Node, now time.Time, timeout time.Duration) []*v1alpha1.Allocation {
+func onLostNode(allocs map[string]*v1alpha1.Allocation, nodes []*corev1.Node, now time.Time, timeout time.Duration) []*v1alpha1.Allocation {
 	byName := make(map[string]*corev1.Node, len(nodes))
-	for i := range nodes {
-		byName[nodes[i].Name] = &nodes[i]
+	for _, n := range nodes {
+		byName[n.Name] = n
 	}
 	lost := func(as v1alpha1.NodeAssignment) bool {
 		n, ok := byName[as.Node]

@@ -43,14 +43,17 @@ type Scheduler struct {
 	// them in place (see Assumed); without it they are listed from the API server (Reader)
 	// at each cycle.
 	Assumed *Assumed
-	// Allocations, if set, lists the cached Allocations without copying them (StoreLister);
+	// Allocations, if set, lists the cached Allocations without copying them (StoreItems);
 	// without it they are listed through Client.
 	Allocations Lister
-	Recorder    events.EventRecorder
-	Clock       clock.WithTicker
-	Config      *configv1.Configuration
-	Metrics     *metrics.Metrics
-	Policy      sched.Policy
+	// Nodes, if set, lists the cached nodes without copying them (StoreItems); without
+	// it they are listed through Client.
+	Nodes    NodeLister
+	Recorder events.EventRecorder
+	Clock    clock.WithTicker
+	Config   *configv1.Configuration
+	Metrics  *metrics.Metrics
+	Policy   sched.Policy
 	// Observer, if set, is told what happens to jobs (a learning policy); New sets it to the
 	// policy when the policy is one.
 	Observer sched.Observer
@@ -360,8 +363,12 @@ func (s *Scheduler) stageTimer(start time.Time) func(stage string) {
 func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*v1alpha1.Allocation, error) {
 	// The cycle reads the cached nodes and pods without copying them (it changes neither):
 	// copying 1,000 nodes was the largest part of a snapshot's time.
-	var nodes corev1.NodeList
-	if err := s.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+	listNodes := s.Nodes
+	if listNodes == nil {
+		listNodes = NodeReaderLister(s.Client, client.UnsafeDisableDeepCopy)
+	}
+	nodes, err := listNodes(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
 	// The writes in flight are read before the list: one that ends in between is then shown
@@ -387,6 +394,7 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	now := s.Clock.Now()
 	progress := make(map[string]allocation.PodProgress, len(byAlloc))
 	allocs := make(map[string]*v1alpha1.Allocation, len(items))
+	ids := make([]string, len(items))
 	s.reservationDue = time.Time{}
 	for i, a := range items {
 		if a.Status.Phase == v1alpha1.AllocationQueued && len(a.Status.Reserved) > 0 && a.Status.ReservedAt != nil {
@@ -396,6 +404,7 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 			}
 		}
 		id := allocation.JobID(a)
+		ids[i] = id
 		allocs[id] = a
 		if ps := byAlloc[id]; len(ps) > 0 {
 			progress[id] = allocation.ReadProgress(ps)
@@ -417,8 +426,8 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 	}
 	view := jobframework.NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
 	s.progress = progress
-	s.lost = onLostNode(allocs, nodes.Items, now, s.Config.NodeLostTimeout.Duration)
-	return BuildSnapshot(now, nodes.Items, items, bound, progress, view), allocs, nil
+	s.lost = onLostNode(allocs, nodes, now, s.Config.NodeLostTimeout.Duration)
+	return buildSnapshot(now, nodes, items, ids, bound, progress, view), allocs, nil
 }
 
 // listAllocations reads every Allocation: from the cache with the assumed writes in place,

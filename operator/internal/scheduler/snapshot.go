@@ -24,20 +24,28 @@ import (
 // every other live pod bound to the node (other workloads, and pods of a deleted job whose
 // Allocation is gone). pods are the pods bound to nodes, of every workload; a pod counts
 // until it has Succeeded or Failed.
-func BuildSnapshot(now time.Time, nodes []corev1.Node, allocs []*v1alpha1.Allocation, pods []corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
+func BuildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Allocation, pods []corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
+	ids := make([]string, len(allocs))
+	for i, a := range allocs {
+		ids[i] = allocation.JobID(a)
+	}
+	return buildSnapshot(now, nodes, allocs, ids, pods, progress, view)
+}
+
+// buildSnapshot is BuildSnapshot with each Allocation's job ID given: ids[i] is
+// allocation.JobID(allocs[i]).
+func buildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Allocation, ids []string, pods []corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
 	s := &sched.Snapshot{Now: now}
 	idx := map[string]int{}
-	for i := range nodes {
-		if n, ok := view.SchedNode(&nodes[i]); ok {
+	for _, node := range nodes {
+		if n, ok := view.SchedNode(node); ok {
 			idx[n.Name] = len(s.Nodes)
 			s.Nodes = append(s.Nodes, n)
 		}
 	}
-	ids := make([]string, len(allocs))
 	known := make(map[string]bool, len(allocs))
-	for i, a := range allocs {
-		ids[i] = allocation.JobID(a)
-		known[ids[i]] = true
+	for _, id := range ids {
+		known[id] = true
 	}
 	// held: job ID -> node -> GPUs its live pods hold; the rest of the pods count in full.
 	held := map[string]map[string]int32{}

@@ -192,7 +192,11 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if err := mgr.Add(bound); err != nil {
 		return nil, err
 	}
-	allocs, err := allocationStore(mgr.GetCache())
+	allocs, err := storeLister[*v1alpha1.Allocation](mgr.GetCache(), &v1alpha1.Allocation{})
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := storeLister[*corev1.Node](mgr.GetCache(), &corev1.Node{})
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +205,7 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 		Reader:      mgr.GetAPIReader(),
 		Assumed:     assumed,
 		Allocations: allocs,
+		Nodes:       nodes,
 		Recorder:    recorder,
 		Clock:       opts.Clock,
 		Config:      conf,
@@ -312,24 +317,25 @@ func EnabledIntegrations(mapper meta.RESTMapper) ([]jobframework.Integration, er
 	return out, nil
 }
 
-// allocationStore returns a lister of the cached Allocations that reads the informer's store
-// without copying (scheduler.StoreLister), or nil where the cache's informer has no store to
-// read: the scheduler then lists through the client.
-func allocationStore(c cache.Cache) (scheduler.Lister, error) {
-	inf, err := c.GetInformer(context.Background(), &v1alpha1.Allocation{})
+// storeLister returns a lister of the cached objects of obj's kind that reads the
+// informer's store without copying them (scheduler.StoreItems),
+// or nil where the cache's informer has no store to read: the scheduler then lists through
+// the client.
+func storeLister[T client.Object](c cache.Cache, obj T) (func(context.Context) ([]T, error), error) {
+	inf, err := c.GetInformer(context.Background(), obj)
 	if err != nil {
-		return nil, fmt.Errorf("allocation informer: %w", err)
+		return nil, fmt.Errorf("%T informer: %w", obj, err)
 	}
 	st, ok := inf.(interface{ GetStore() toolscache.Store })
 	if !ok {
 		return nil, nil
 	}
 	store := st.GetStore()
-	return func(ctx context.Context) ([]*v1alpha1.Allocation, error) {
+	return func(ctx context.Context) ([]T, error) {
 		// As a list through the cache does, wait for the informer's first list.
 		if !inf.HasSynced() && !c.WaitForCacheSync(ctx) {
-			return nil, fmt.Errorf("allocation cache not synced: %w", ctx.Err())
+			return nil, fmt.Errorf("%T cache not synced: %w", obj, ctx.Err())
 		}
-		return scheduler.StoreLister(store)(ctx)
+		return scheduler.StoreItems[T](store)
 	}, nil
 }
