@@ -48,7 +48,15 @@ type Scheduler struct {
 	Allocations Lister
 	// Nodes, if set, lists the cached nodes without copying them (StoreItems); without
 	// it they are listed through Client.
-	Nodes    NodeLister
+	Nodes NodeLister
+	// JobPods, if set, lists the cached pods of PickyMan's jobs (those with an Allocation
+	// label, for their progress) without copying them; without it they are listed through
+	// Client.
+	JobPods PodLister
+	// BoundPods, if set, lists the pods of Pods without copying them; without it they are
+	// listed through Pods.
+	BoundPods PodLister
+
 	Recorder events.EventRecorder
 	Clock    clock.WithTicker
 	Config   *configv1.Configuration
@@ -379,13 +387,16 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 		return nil, nil, err
 	}
 	overlay(items, wants)
-	var pods corev1.PodList
-	if err := s.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	listPods := s.JobPods
+	if listPods == nil {
+		listPods = PodReaderLister(s.Client, client.UnsafeDisableDeepCopy)
+	}
+	pods, err := listPods(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
 	byAlloc := map[string][]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range pods {
 		if name, ok := p.Labels[v1alpha1.LabelAllocation]; ok {
 			id := p.Namespace + "/" + name
 			byAlloc[id] = append(byAlloc[id], p)
@@ -416,13 +427,14 @@ func (s *Scheduler) snapshot(ctx context.Context) (*sched.Snapshot, map[string]*
 			items[i], allocs[id] = &c, &c
 		}
 	}
-	bound := pods.Items
-	if s.Pods != nil {
-		var all corev1.PodList
-		if err := s.Pods.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+	bound := pods
+	if listBound := s.BoundPods; listBound != nil || s.Pods != nil {
+		if listBound == nil {
+			listBound = PodReaderLister(s.Pods, client.UnsafeDisableDeepCopy)
+		}
+		if bound, err = listBound(ctx); err != nil {
 			return nil, nil, err
 		}
-		bound = all.Items
 	}
 	view := jobframework.NodeView{GPUResource: corev1.ResourceName(s.Config.GPUResource), GPUProductLabel: s.Config.GPUProductLabel}
 	s.progress = progress

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/pickyman/pickyman/api/v1alpha1"
 	"github.com/pickyman/pickyman/operator/internal/allocation"
@@ -24,7 +25,7 @@ import (
 // every other live pod bound to the node (other workloads, and pods of a deleted job whose
 // Allocation is gone). pods are the pods bound to nodes, of every workload; a pod counts
 // until it has Succeeded or Failed.
-func BuildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Allocation, pods []corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
+func BuildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Allocation, pods []*corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
 	ids := make([]string, len(allocs))
 	for i, a := range allocs {
 		ids[i] = allocation.JobID(a)
@@ -34,23 +35,25 @@ func BuildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Alloc
 
 // buildSnapshot is BuildSnapshot with each Allocation's job ID given: ids[i] is
 // allocation.JobID(allocs[i]).
-func buildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Allocation, ids []string, pods []corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
-	s := &sched.Snapshot{Now: now}
-	idx := map[string]int{}
+func buildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Allocation, ids []string, pods []*corev1.Pod, progress map[string]allocation.PodProgress, view jobframework.NodeView) *sched.Snapshot {
+	s := &sched.Snapshot{Now: now, Nodes: make([]sched.Node, 0, len(nodes)), Jobs: make([]*sched.Job, 0, len(allocs))}
+	idx := make(map[string]int, len(nodes))
 	for _, node := range nodes {
 		if n, ok := view.SchedNode(node); ok {
 			idx[n.Name] = len(s.Nodes)
 			s.Nodes = append(s.Nodes, n)
 		}
 	}
-	known := make(map[string]bool, len(allocs))
-	for _, id := range ids {
-		known[id] = true
+	// The snapshot is built at every cycle from 5,000 Allocations and as many pods, so it
+	// indexes them by position and the nodes by their index, not by names (BenchmarkSnapshot).
+	at := make(map[types.NamespacedName]int, len(allocs))
+	for i, a := range allocs {
+		at[types.NamespacedName{Namespace: a.Namespace, Name: a.Name}] = i
 	}
-	// held: job ID -> node -> GPUs its live pods hold; the rest of the pods count in full.
-	held := map[string]map[string]int32{}
-	for i := range pods {
-		p := &pods[i]
+	// held[i]: the GPUs the live pods of allocs[i] hold per node; the rest of the pods count
+	// in full.
+	held := make([][]nodeGPUs, len(allocs))
+	for _, p := range pods {
 		k, ok := idx[p.Spec.NodeName]
 		if !ok || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -59,30 +62,30 @@ func buildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Alloc
 		if g <= 0 {
 			continue
 		}
-		name, labelled := p.Labels[v1alpha1.LabelAllocation]
-		if id := p.Namespace + "/" + name; labelled && known[id] {
-			if held[id] == nil {
-				held[id] = map[string]int32{}
+		if name, labelled := p.Labels[v1alpha1.LabelAllocation]; labelled {
+			if i, known := at[types.NamespacedName{Namespace: p.Namespace, Name: name}]; known {
+				held[i] = addGPUs(held[i], k, g)
+				continue
 			}
-			held[id][p.Spec.NodeName] += g
-			continue
 		}
 		s.Nodes[k].Used += g
 	}
+	var promised []nodeGPUs
 	for i, a := range allocs {
-		id := ids[i]
-		var promised map[string]int32
+		promised = promised[:0]
 		if allocation.HoldsGPUs(a) {
-			promised = allocation.GPUsByNode(a.Status.Placement)
-		}
-		for node, g := range promised {
-			if k, ok := idx[node]; ok {
-				s.Nodes[k].Used += max(g, held[id][node])
+			for _, as := range a.Status.Placement {
+				if k, ok := idx[as.Node]; ok {
+					promised = addGPUs(promised, k, as.GPUs)
+				}
 			}
 		}
-		for node, g := range held[id] {
-			if _, ok := promised[node]; !ok {
-				s.Nodes[idx[node]].Used += g
+		for _, pr := range promised {
+			s.Nodes[pr.node].Used += max(pr.gpus, gpusOn(held[i], pr.node))
+		}
+		for _, h := range held[i] {
+			if gpusOn(promised, h.node) == 0 {
+				s.Nodes[h.node].Used += h.gpus
 			}
 		}
 		if a.Status.Phase == "" {
@@ -90,9 +93,36 @@ func buildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Alloc
 			// change it, and a decision on this version would fail on it.
 			continue
 		}
-		if j := allocation.SchedJob(a, progress[id], now); j != nil {
+		if j := allocation.SchedJob(a, progress[ids[i]], now); j != nil {
 			s.Jobs = append(s.Jobs, j)
 		}
 	}
 	return s
+}
+
+// nodeGPUs is a number of GPUs on the node of a snapshot's index.
+type nodeGPUs struct {
+	node int
+	gpus int32
+}
+
+// addGPUs adds gpus on node to list, a job's few nodes.
+func addGPUs(list []nodeGPUs, node int, gpus int32) []nodeGPUs {
+	for i := range list {
+		if list[i].node == node {
+			list[i].gpus += gpus
+			return list
+		}
+	}
+	return append(list, nodeGPUs{node: node, gpus: gpus})
+}
+
+// gpusOn returns the GPUs of list on node.
+func gpusOn(list []nodeGPUs, node int) int32 {
+	for _, e := range list {
+		if e.node == node {
+			return e.gpus
+		}
+	}
+	return 0
 }

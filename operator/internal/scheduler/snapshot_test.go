@@ -97,7 +97,11 @@ func TestSnapshotCountsLivePods(t *testing.T) {
 			for i := range tc.allocs {
 				allocs[i] = &tc.allocs[i]
 			}
-			s := BuildSnapshot(utiltesting.Epoch, []*corev1.Node{new(gpuNode("a", 8)), new(gpuNode("b", 8))}, allocs, tc.pods, nil, view)
+			pods := make([]*corev1.Pod, len(tc.pods))
+			for i := range tc.pods {
+				pods[i] = &tc.pods[i]
+			}
+			s := BuildSnapshot(utiltesting.Epoch, []*corev1.Node{new(gpuNode("a", 8)), new(gpuNode("b", 8))}, allocs, pods, nil, view)
 			for _, n := range s.Nodes {
 				if n.Name == "a" && n.Used != tc.want {
 					t.Errorf("node a used %d GPUs, want %d", n.Used, tc.want)

@@ -200,12 +200,22 @@ func New(restCfg *rest.Config, conf *configv1.Configuration, opts Options) (ctrl
 	if err != nil {
 		return nil, err
 	}
+	jobPods, err := storeLister[*corev1.Pod](mgr.GetCache(), &corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	boundPods, err := storeLister[*corev1.Pod](bound, &corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
 	sch := scheduler.New(scheduler.Scheduler{
 		Client:      mgr.GetClient(),
 		Reader:      mgr.GetAPIReader(),
 		Assumed:     assumed,
 		Allocations: allocs,
 		Nodes:       nodes,
+		JobPods:     jobPods,
+		BoundPods:   boundPods,
 		Recorder:    recorder,
 		Clock:       opts.Clock,
 		Config:      conf,
