@@ -37,7 +37,8 @@ import (
 // fast the operator admits the jobs and what every component uses in CPU and memory, idle on
 // the nodes, while admitting, and with every job running, when each job reached each stage
 // (submitted, queued, admitted, its pod created and ready) and which API requests the run
-// cost; the figures go to the report and to out/scale.txt. Run it alone (make scale-cluster): it is not part of make test.
+// cost; the figures go to the report and to out/scale.txt. PICKYMAN_SCALE_UNTIL=admitted ends
+// it once every job is admitted, without waiting for the pods. Run it alone (make scale-cluster): it is not part of make test.
 var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 	ginkgo.It("admits every job on the fake nodes and reports admissions per second and the components' CPU and memory", func(ctx context.Context) {
 		requirePickyMan()
@@ -132,6 +133,7 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 		say("cycle p99 ms: %.0f", 1000*cycles.Quantile(0.99))
 		say("cycles: %d, mean %.0f ms, p50 %.0f ms", cycles.Count, 1000*cycles.Sum/float64(max(cycles.Count, 1)), 1000*cycles.Quantile(0.5))
 		say("%s", batchFigures(ctx))
+		say("%s", cycleStages(ctx))
 		// Which stage limits the rate end to end: when each job reached each stage, and
 		// what the API server served meanwhile.
 		say("## API server requests from the first submission to the last admission")
@@ -140,6 +142,10 @@ var _ = ginkgo.Describe("Scale", ginkgo.Ordered, ginkgo.Label("scale"), func() {
 		util.WriteStages(&report, start.Truncate(time.Second), time.Minute, jobStages(ctx, ns, false))
 		// The admission figures are kept even if a later phase fails.
 		writeReport(report.String())
+		if os.Getenv("PICKYMAN_SCALE_UNTIL") == "admitted" {
+			ginkgo.By("stopping after the admissions (PICKYMAN_SCALE_UNTIL=admitted)")
+			return
+		}
 
 		ginkgo.By("every job's pod runs")
 		gomega.Eventually(func(g gomega.Gomega) {
@@ -265,6 +271,35 @@ func batchFigures(ctx context.Context) string {
 	}
 	return fmt.Sprintf("fence swaps: %d, %.0f failed (their cycles decided again), mean %.0f ms; batches written: %d, mean %.1f s from the cycle to the last write",
 		swaps.Count, fenced, 1000*swaps.Sum/float64(max(swaps.Count, 1)), writes.Count, writes.Sum/float64(max(writes.Count, 1)))
+}
+
+// cycleStages sums, over every operator replica, the stages of the scheduling cycles
+// (pickyman_scheduling_cycle_stage_seconds, those inside a cycle) and gives each one's p99
+// and mean: which stage the cycle's p99 is made of.
+func cycleStages(ctx context.Context) string {
+	urls, err := suite.opts.OperatorMetricsURLs(ctx)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	stages := []string{"fence_read", "snapshot", "decide", "act"}
+	hs := make([]*util.Histogram, len(stages))
+	for i := range hs {
+		hs[i] = &util.Histogram{}
+	}
+	for _, u := range urls {
+		fams, err := scrape(u)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "scraping %s", u)
+		for i, st := range stages {
+			hs[i].Add(stageFamily(fams["pickyman_scheduling_cycle_stage_seconds"], st))
+		}
+	}
+	var b strings.Builder
+	b.WriteString("cycle stages p99 / mean ms:")
+	for i, st := range stages {
+		if hs[i].Count == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, " %s %.0f / %.1f", st, 1000*hs[i].Quantile(0.99), 1000*hs[i].Sum/float64(hs[i].Count))
+	}
+	return b.String()
 }
 
 // stageFamily is the family's series of one stage.

@@ -139,7 +139,7 @@ e2e: ## Run the e2e suites against the current kubeconfig (KUBECONFIG or ~/.kube
 	$(GO) test -v -count=1 -timeout 30m -tags e2e ./e2e -args -kubeconfig=$${KUBECONFIG:-$$HOME/.kube/config} -ginkgo.label-filter='$(E2E_LABELS)' $(E2E_FLAGS)
 
 .PHONY: scale-cluster
-scale-cluster: tools build images realnode-deps ## Measure the operator and testbed agent on 1,000 fake nodes with 5,000 jobs (PICKYMAN_SCALE_NODES/JOBS); figures in out/scale.txt.
+scale-cluster: tools build images realnode-deps ## Measure the operator and testbed agent on 1,000 fake nodes with 5,000 jobs (PICKYMAN_SCALE_NODES/JOBS; PICKYMAN_SCALE_UNTIL=admitted stops after the admissions); figures in out/scale.txt.
 	env -u KUBECONFIG $(GO) test -v -count=1 -timeout 100m -tags e2e,scale ./e2e -args -ginkgo.label-filter=scale $(E2E_FLAGS)
 
 TEST_TARGETS += test-envtest test-cluster
