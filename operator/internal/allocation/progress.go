@@ -68,13 +68,24 @@ func ReadProgress(pods []*corev1.Pod) PodProgress {
 // SchedJob converts an Allocation into the scheduling core's view of its job. It returns
 // nil for a finished Allocation or one without a usable gang.
 func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Job {
-	workers, per, model, err := jobframework.GangShape(a.Spec.PodSets)
-	if err != nil || workers == 0 {
+	j := &sched.Job{}
+	if !FillSchedJob(j, JobID(a), a, prog, now) {
 		return nil
 	}
+	return j
+}
+
+// FillSchedJob is SchedJob into j, a zero Job, with the job's ID given (JobID(a)): a caller
+// that converts many Allocations at once can hold their jobs in one slice. It reports
+// whether the Allocation is a job (SchedJob is not nil).
+func FillSchedJob(j *sched.Job, id string, a *v1alpha1.Allocation, prog PodProgress, now time.Time) bool {
+	workers, per, model, err := jobframework.GangShape(a.Spec.PodSets)
+	if err != nil || workers == 0 {
+		return false
+	}
 	st := &a.Status
-	j := &sched.Job{
-		ID:              JobID(a),
+	*j = sched.Job{
+		ID:              id,
 		Queue:           a.Spec.Queue,
 		Priority:        a.Spec.Priority,
 		Model:           a.Spec.Model,
@@ -122,14 +133,14 @@ func SchedJob(a *v1alpha1.Allocation, prog PodProgress, now time.Time) *sched.Jo
 			}
 		}
 	case v1alpha1.AllocationFinished:
-		return nil
+		return false
 	default:
 		j.Phase = sched.Queued
 		if len(st.Reserved) > 0 {
 			j.Reserved = ToSlots(st.Reserved)
 		}
 	}
-	return j
+	return true
 }
 
 // sinceCheckpoint is a running job's work since its last checkpoint, which a suspend now

@@ -71,6 +71,8 @@ func buildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Alloc
 		s.Nodes[k].Used += g
 	}
 	var promised []nodeGPUs
+	// The jobs are held in one slice: one allocation instead of one per job.
+	jobs := make([]sched.Job, len(allocs))
 	for i, a := range allocs {
 		promised = promised[:0]
 		if allocation.HoldsGPUs(a) {
@@ -93,8 +95,8 @@ func buildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Alloc
 			// change it, and a decision on this version would fail on it.
 			continue
 		}
-		if j := allocation.SchedJob(a, progress[ids[i]], now); j != nil {
-			s.Jobs = append(s.Jobs, j)
+		if allocation.FillSchedJob(&jobs[i], ids[i], a, progress[ids[i]], now) {
+			s.Jobs = append(s.Jobs, &jobs[i])
 		}
 	}
 	return s

@@ -75,13 +75,21 @@ func scaleStores(nodes, jobs, running int) map[string]toolscache.Store {
 }
 
 // BenchmarkSnapshot measures a cycle's snapshot (Scheduler.snapshot) at the scale of make
-// scale-cluster with every job running: 1,000 nodes of 8 GPUs, 5,000 Allocations and
-// 5,000 pods, counted twice as the operator does (the pods of its jobs, for their
-// progress, and the bound pods, for the GPUs they hold). "store" reads the informers' stores
-// as the operator does; "client" lists through a cache client that copies each object's
-// struct.
+// scale-cluster, with every job running (1,000 nodes of 8 GPUs, 5,000 Allocations and
+// 5,000 pods) and with every job queued (no pods). The pods are counted twice as the
+// operator does (the pods of its jobs, for their progress, and the bound pods, for the GPUs
+// they hold). "store" reads the informers' stores as the operator does; "client" lists
+// through a cache client that copies each object's struct.
 func BenchmarkSnapshot(b *testing.B) {
-	st := scaleStores(1000, 5000, 5000)
+	for _, running := range []int{5000, 0} {
+		b.Run(fmt.Sprintf("running=%d", running), func(b *testing.B) { benchmarkSnapshot(b, running) })
+	}
+}
+
+// benchmarkSnapshot is BenchmarkSnapshot with running of the 5,000 jobs Admitted, each with
+// its pod, and the rest Queued.
+func benchmarkSnapshot(b *testing.B, running int) {
+	st := scaleStores(1000, 5000, running)
 	conf := &configv1.Configuration{}
 	conf.Default()
 	clk := clocktesting.NewFakeClock(utiltesting.Epoch)
