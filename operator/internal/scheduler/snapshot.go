@@ -83,10 +83,11 @@ func buildSnapshot(now time.Time, nodes []*corev1.Node, allocs []*v1alpha1.Alloc
 			}
 		}
 		for _, pr := range promised {
-			s.Nodes[pr.node].Used += max(pr.gpus, gpusOn(held[i], pr.node))
+			g, _ := gpusOn(held[i], pr.node)
+			s.Nodes[pr.node].Used += max(pr.gpus, g)
 		}
 		for _, h := range held[i] {
-			if gpusOn(promised, h.node) == 0 {
+			if _, ok := gpusOn(promised, h.node); !ok {
 				s.Nodes[h.node].Used += h.gpus
 			}
 		}
@@ -119,12 +120,13 @@ func addGPUs(list []nodeGPUs, node int, gpus int32) []nodeGPUs {
 	return append(list, nodeGPUs{node: node, gpus: gpus})
 }
 
-// gpusOn returns the GPUs of list on node.
-func gpusOn(list []nodeGPUs, node int) int32 {
+// gpusOn returns the GPUs of list on node, and whether list names node (with none, for a
+// pod set placed without GPUs).
+func gpusOn(list []nodeGPUs, node int) (int32, bool) {
 	for _, e := range list {
 		if e.node == node {
-			return e.gpus
+			return e.gpus, true
 		}
 	}
-	return 0
+	return 0, false
 }

@@ -89,6 +89,8 @@ func TestSnapshotCountsLivePods(t *testing.T) {
 			[]corev1.Pod{withSidecar}, 3},
 		{"a job's pod on a node its placement does not name", []v1alpha1.Allocation{placedAlloc("moved", v1alpha1.AllocationAdmitted, "b", 4)},
 			[]corev1.Pod{boundPod("moved-0", "a", "moved", 4, corev1.PodRunning)}, 4},
+		{"a pod set placed without GPUs whose pod holds some", []v1alpha1.Allocation{placedAlloc("cpu", v1alpha1.AllocationAdmitted, "a", 0)},
+			[]corev1.Pod{boundPod("cpu-0", "a", "cpu", 2, corev1.PodRunning)}, 2},
 		{"everything together", []v1alpha1.Allocation{placedAlloc("run", v1alpha1.AllocationAdmitted, "a", 2)},
 			[]corev1.Pod{boundPod("run-0", "a", "run", 2, corev1.PodRunning), boundPod("other", "a", "", 1, corev1.PodRunning), boundPod("gone-0", "a", "gone", 1, corev1.PodRunning)}, 4},
 	} {
